@@ -1,0 +1,3 @@
+from lookup_knowledge.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""One row of the `tool_invocation` audit table (SPEC 6), as the service hands it over."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+OUTPUT_PREVIEW_CHARS = 2000
+EVIDENCE_REF_TEXT_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    run_id: str
+    tool_call_id: str
+    query: str
+    success: bool
+    step_id: str | None = None
+    tool_name: str = "lookup_knowledge"
+    error_code: str | None = None
+    evidence_status: str | None = None
+    relevance_level: str | None = None
+    top_quality_score: float | None = None
+    candidate_count: int | None = None
+    evidence_block_count: int | None = None
+    returned_count: int | None = None
+    truncated: bool | None = None
+    retrieval_layer: str = "py-rag"
+    retrieval_details: dict[str, Any] = field(default_factory=dict)
+    output_preview: str | None = None
+    duration_ms: int = 0
+    upstream_ms: int | None = None
+    replayed: bool = False
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Unique per submitted row: the audit writer inserts it at most once (spool replays, retries).
+    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (for the spool file); `from_dict` reads it back."""
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditRecord:
+        values = dict(data)
+        values["created_at"] = datetime.fromisoformat(values["created_at"])
+        return cls(**values)

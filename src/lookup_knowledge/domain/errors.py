@@ -1,0 +1,90 @@
+"""The one error tree of the service; `api.errors` maps it to the SPEC 7 envelope.
+
+    LookupKnowledgeError                 500 INTERNAL_ERROR
+    ├── InvalidRequest                   400/422 INVALID_REQUEST
+    ├── Unauthorized                     401 UNAUTHORIZED
+    ├── Forbidden                        403 FORBIDDEN
+    ├── NotFound                         404 NOT_FOUND
+    ├── Conflict                         409 CONFLICT
+    ├── PayloadTooLarge                  413 PAYLOAD_TOO_LARGE
+    ├── UpstreamError                    502 UPSTREAM_ERROR   (py-rag unreachable, non-2xx, bad body)
+    │   └── UpstreamTimeout              504 UPSTREAM_TIMEOUT
+    ├── LedgerUnavailable                503 LEDGER_UNAVAILABLE
+    └── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed, SPEC 4.5 step 5)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LookupKnowledgeError(Exception):
+    status_code = 500
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidRequest(LookupKnowledgeError):
+    status_code = 422
+    code = "INVALID_REQUEST"
+
+    def __init__(self, message: str, *, details: Any = None, status_code: int = 422) -> None:
+        super().__init__(message, details=details)
+        self.status_code = status_code
+
+
+class Unauthorized(LookupKnowledgeError):
+    status_code = 401
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(LookupKnowledgeError):
+    status_code = 403
+    code = "FORBIDDEN"
+
+
+class NotFound(LookupKnowledgeError):
+    status_code = 404
+    code = "NOT_FOUND"
+
+
+class Conflict(LookupKnowledgeError):
+    status_code = 409
+    code = "CONFLICT"
+
+
+class PayloadTooLarge(LookupKnowledgeError):
+    status_code = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class UpstreamError(LookupKnowledgeError):
+    """py-rag could not give a usable answer; `kind` names why (for metrics and the audit)."""
+
+    status_code = 502
+    code = "UPSTREAM_ERROR"
+
+    def __init__(self, message: str, *, kind: str, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.kind = kind
+
+
+class UpstreamTimeout(UpstreamError):
+    status_code = 504
+    code = "UPSTREAM_TIMEOUT"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message, kind="timeout", details=details)
+
+
+class LedgerUnavailable(LookupKnowledgeError):
+    status_code = 503
+    code = "LEDGER_UNAVAILABLE"
+
+
+class ProjectionOverBudget(LookupKnowledgeError):
+    code = "PROJECTION_OVER_BUDGET"

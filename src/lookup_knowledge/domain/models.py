@@ -1,0 +1,120 @@
+"""Frozen domain types that the pipeline stations pass to each other (SPEC 4)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Free-form JSON as py-rag sends it (retrieval_trace); carried, never interpreted.
+JsonObject = dict[str, Any]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RelevanceLevel(StrEnum):
+    PRECISE = "PRECISE"
+    REFERENCE = "REFERENCE"
+
+
+class EvidenceStatus(StrEnum):
+    EVIDENCE_FOUND = "EVIDENCE_FOUND"
+    NO_EVIDENCE = "NO_EVIDENCE"
+
+
+class KnowledgeSearchHit(_Frozen):
+    """One py-rag hit after the anti-corruption layer (SPEC 4.1)."""
+
+    evidence_key: str
+    doc_id: str
+    chunk_index: int | None = None
+    content: str
+    score: float
+    score_label: str = "rerank"
+    original_rank: int = Field(ge=1)
+    source: str | None = None
+    title: str | None = None
+    breadcrumb: str | None = None
+    hit_reasons: tuple[str, ...] = ()
+
+
+class SearchOutcome(_Frozen):
+    """What the py-rag adapter hands to the pipeline, plus the counts the audit keeps."""
+
+    hits: tuple[KnowledgeSearchHit, ...]
+    upstream_status: str  # py-rag's evidence_status: "supported" | "no_evidence" | other
+    retrieval_trace: JsonObject | None = None
+    hit_count: int = 0  # hits py-rag sent, dropped ones included
+    dropped_invalid: int = 0
+
+
+class EvidenceBlock(_Frozen):
+    """A de-duplicated, capped hit that survived postprocessing."""
+
+    evidence_key: str
+    doc_id: str
+    chunk_index: int | None = None
+    content: str
+    quality_score: float
+    original_rank: int
+    source: str | None = None
+    title: str | None = None
+    breadcrumb: str | None = None
+    hit_reasons: tuple[str, ...] = ()
+
+
+class RerankTraceItem(_Frozen):
+    final_rank: int
+    source: str | None
+    base_score: float
+    final_score: float
+    boost_reasons: tuple[str, ...] = ()
+
+
+class EvidencePostprocessResult(_Frozen):
+    blocks: tuple[EvidenceBlock, ...]
+    candidate_count: int
+    evidence_block_count: int
+    top_similarity: float | None
+    relevance_level: RelevanceLevel | None
+    completeness_hint: str | None
+    is_low_quality: bool
+    rerank_trace: tuple[RerankTraceItem, ...]
+
+
+class ContextPack(_Frozen):
+    packed_text: str
+    strategy: str
+    char_budget: int
+    used_chars: int
+    included_sources: tuple[str, ...]
+    omitted_sources: tuple[str, ...]
+
+
+class LookupResult(_Frozen):
+    """The internal full truth of one lookup (SPEC 4.4); the projector reads it as JSON."""
+
+    found: bool
+    query: str
+    evidence_blocks: tuple[EvidenceBlock, ...]
+    candidate_count: int
+    evidence_block_count: int
+    top_similarity: float | None
+    relevance_level: RelevanceLevel | None
+    completeness_hint: str | None
+    context_pack: ContextPack
+    retrieval_trace: JsonObject | None
+    rerank_trace: tuple[RerankTraceItem, ...]
+    message: str | None
+
+
+class ProjectionSummary(_Frozen):
+    """Which gates of the projector cut something (for the audit row)."""
+
+    returned_count: int
+    truncated: bool
+    cuts: tuple[str, ...] = ()
+    body_bytes: int = 0

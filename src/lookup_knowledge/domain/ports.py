@@ -1,0 +1,79 @@
+"""Small ports the service talks to; adapters implement them, tests may fake them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.ledger import LedgerEntry
+from lookup_knowledge.domain.models import SearchOutcome
+
+
+class SearchPort(Protocol):
+    """py-rag, seen through the anti-corruption layer."""
+
+    async def search(self, query: str, *, filters: Mapping[str, str] | None) -> SearchOutcome:
+        """One attempt; raises UpstreamError / UpstreamTimeout."""
+        ...
+
+    async def ping(self) -> None:
+        """A cheap reachability check for /readyz; raises UpstreamError."""
+        ...
+
+
+class LedgerPort(Protocol):
+    """The evidence ledger (SPEC 5). Every method raises LedgerUnavailable when the store fails.
+
+    Transitions are atomic in the store, never read-then-write in Python:
+      claim:    absent or FAILED -> PENDING(token, ttl=pending_ttl); else the existing entry
+      complete: PENDING(same token) or absent -> READY(ttl); READY is never overwritten
+      fail:     PENDING(same token) or absent -> FAILED(ttl); READY is never overwritten
+    """
+
+    async def claim(
+        self, run_id: str, tool_call_id: str, *, query_sha256: str, token: str
+    ) -> LedgerEntry | None:
+        """None when this caller now holds the PENDING claim; else the entry that blocks it."""
+        ...
+
+    async def complete(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        token: str,
+        query_sha256: str,
+        body: bytes,
+        evidence_status: str,
+    ) -> bool:
+        """Write READY with the exact response bytes; False if another writer got there first."""
+        ...
+
+    async def fail(
+        self, run_id: str, tool_call_id: str, *, token: str, query_sha256: str, error_code: str
+    ) -> bool:
+        """Write FAILED with the error code; False if the entry is READY or claimed by another."""
+        ...
+
+    async def get(self, run_id: str, tool_call_id: str) -> LedgerEntry | None: ...
+
+    async def list_run(self, run_id: str) -> list[LedgerEntry]: ...
+
+    async def ping(self) -> None: ...
+
+
+class AuditPort(Protocol):
+    """The audit trail (SPEC 6): never blocks the event loop, never fails a lookup."""
+
+    def submit(self, record: AuditRecord) -> None:
+        """Queue one row; returns at once."""
+        ...
+
+    def spool_depth(self) -> int:
+        """Rows waiting on local disk for the database to come back."""
+        ...
+
+    async def ping(self) -> None:
+        """SELECT 1 against the database; raises on failure (for /readyz)."""
+        ...

@@ -1,0 +1,1 @@
+"""The pure stations of SPEC 4: postprocess → pack → assemble → project."""
