@@ -31,8 +31,13 @@ def pyrag_body(hits: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         "hits": hits,
         "relevance_level": "PRECISE",
         "evidence_status": "supported" if hits else "no_evidence",
-        "retrieval_trace": {"mode": "hybrid", "filters": None, "recall_count": len(hits),
-                            "rerank_model": "test", "no_evidence_basis": None},
+        "retrieval_trace": {
+            "mode": "hybrid",
+            "filters": None,
+            "recall_count": len(hits),
+            "rerank_model": "test",
+            "no_evidence_basis": None,
+        },
     }
     body.update(extra)
     return body

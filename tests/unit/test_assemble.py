@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from builders import hit
-
 from lookup_knowledge.pipeline.assemble import NO_EVIDENCE_MESSAGE, assemble
 from lookup_knowledge.pipeline.limits import PipelineLimits
 from lookup_knowledge.pipeline.pack import pack_context
@@ -12,8 +11,9 @@ from lookup_knowledge.pipeline.postprocess import postprocess
 
 def _assemble(hits, trace=None):  # type: ignore[no-untyped-def]
     post = postprocess(hits, limits=PipelineLimits())
-    return post, assemble("q", post, pack_context(post.blocks, char_budget=4000),
-                          retrieval_trace=trace)
+    return post, assemble(
+        "q", post, pack_context(post.blocks, char_budget=4000), retrieval_trace=trace
+    )
 
 
 def test_found_result_carries_the_postprocess_result_and_trace() -> None:

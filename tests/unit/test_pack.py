@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from builders import block
-
 from lookup_knowledge.pipeline.pack import STRATEGY, pack_context, render_header
 
 
 def test_a_block_is_rendered_with_its_header_lines() -> None:
-    pack = pack_context([block("gw#chunk-1", "Check the upstream timeout first ...")],
-                        char_budget=4000)
+    pack = pack_context(
+        [block("gw#chunk-1", "Check the upstream timeout first ...")], char_budget=4000
+    )
     assert pack.packed_text == (
         "[Evidence 1]\n"
         "source: runbooks/gw.md\n"
@@ -59,8 +59,7 @@ def test_used_chars_never_exceed_the_budget() -> None:
 
 
 def test_missing_source_and_breadcrumb_lines_are_left_out() -> None:
-    pack = pack_context([block("a#chunk-0", "A", source=None, breadcrumb=None)],
-                        char_budget=4000)
+    pack = pack_context([block("a#chunk-0", "A", source=None, breadcrumb=None)], char_budget=4000)
     assert "source:" not in pack.packed_text and "breadcrumb:" not in pack.packed_text
     assert pack.included_sources == ("a#chunk-0",)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from builders import WORKED_EXAMPLE, hit
 
+from builders import WORKED_EXAMPLE, hit
 from lookup_knowledge.domain.models import RelevanceLevel
 from lookup_knowledge.pipeline.limits import PipelineLimits
 from lookup_knowledge.pipeline.postprocess import COMPLETENESS_HINTS, clamp_score, postprocess
@@ -21,7 +21,13 @@ def keys(result):  # type: ignore[no-untyped-def]
 def test_worked_example_of_the_spec() -> None:
     hits = [hit(k, s, rank) for rank, (k, s) in enumerate(WORKED_EXAMPLE, start=1)]
     result = postprocess(hits, limits=LIMITS)
-    assert keys(result) == ["gw#chunk-1", "gw#chunk-3", "nginx#chunk-2", "k8s#chunk-0", "lb#chunk-4"]
+    assert keys(result) == [
+        "gw#chunk-1",
+        "gw#chunk-3",
+        "nginx#chunk-2",
+        "k8s#chunk-0",
+        "lb#chunk-4",
+    ]
     assert result.candidate_count == 8
     assert result.evidence_block_count == 5
     assert result.top_similarity == pytest.approx(0.91)
@@ -63,8 +69,12 @@ def test_a_merge_keeps_an_existing_breadcrumb() -> None:
 
 
 def test_a_third_chunk_of_one_document_is_skipped() -> None:
-    hits = [hit("a#chunk-0", 0.9, 1), hit("a#chunk-1", 0.9, 2), hit("a#chunk-2", 0.9, 3),
-            hit("b#chunk-0", 0.9, 4)]
+    hits = [
+        hit("a#chunk-0", 0.9, 1),
+        hit("a#chunk-1", 0.9, 2),
+        hit("a#chunk-2", 0.9, 3),
+        hit("b#chunk-0", 0.9, 4),
+    ]
     assert keys(postprocess(hits, limits=LIMITS)) == ["a#chunk-0", "a#chunk-1", "b#chunk-0"]
 
 
@@ -161,4 +171,3 @@ def test_rerank_trace_has_one_item_per_surviving_block_with_equal_scores() -> No
     assert [(t.final_rank, t.source) for t in trace] == [(1, "runbooks/a.md"), (2, "runbooks/b.md")]
     assert all(t.base_score == t.final_score for t in trace)
     assert trace[1].final_score == pytest.approx(0.6)
-

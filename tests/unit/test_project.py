@@ -13,22 +13,40 @@ from lookup_knowledge.pipeline.limits import ProjectionLimits
 from lookup_knowledge.pipeline.project import project
 
 LIMITS = ProjectionLimits()
-CONTRACT_KEYS = {"evidence_status", "tool_call_id", "query", "evidence", "returned_count",
-                 "relevance_level", "truncated"}
+CONTRACT_KEYS = {
+    "evidence_status",
+    "tool_call_id",
+    "query",
+    "evidence",
+    "returned_count",
+    "relevance_level",
+    "truncated",
+}
 
 
 def blk(key: str | None = None, content: str = "text", **extra: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {"evidence_key": key, "doc_id": key.split("#")[0] if key else None,
-                            "content": content, "source": "runbooks/x.md", "title": "X",
-                            "breadcrumb": "X > Y"}
+    data: dict[str, Any] = {
+        "evidence_key": key,
+        "doc_id": key.split("#")[0] if key else None,
+        "content": content,
+        "source": "runbooks/x.md",
+        "title": "X",
+        "breadcrumb": "X > Y",
+    }
     data.update(extra)
     return data
 
 
-def lookup_json(blocks: list[dict[str, Any]], query: str = "q", level: Any = "PRECISE",
-                **extra: Any) -> str:
-    data = {"found": bool(blocks), "query": query, "evidence_blocks": blocks,
-            "relevance_level": level, "top_similarity": 0.9}
+def lookup_json(
+    blocks: list[dict[str, Any]], query: str = "q", level: Any = "PRECISE", **extra: Any
+) -> str:
+    data = {
+        "found": bool(blocks),
+        "query": query,
+        "evidence_blocks": blocks,
+        "relevance_level": level,
+        "top_similarity": 0.9,
+    }
     data.update(extra)
     return json.dumps(data, ensure_ascii=False)
 
@@ -45,8 +63,15 @@ def test_the_contract_shape_has_exactly_the_spec_keys_and_no_scores() -> None:
         "evidence_status": "EVIDENCE_FOUND",
         "tool_call_id": "call_x1",
         "query": "q",
-        "evidence": [{"document_id": "gw#chunk-1", "source": "runbooks/x.md", "title": "X",
-                      "breadcrumb": "X > Y", "excerpt": "Check the upstream timeout first ..."}],
+        "evidence": [
+            {
+                "document_id": "gw#chunk-1",
+                "source": "runbooks/x.md",
+                "title": "X",
+                "breadcrumb": "X > Y",
+                "excerpt": "Check the upstream timeout first ...",
+            }
+        ],
         "returned_count": 1,
         "relevance_level": "PRECISE",
         "truncated": False,
@@ -139,7 +164,7 @@ def test_the_byte_budget_is_measured_on_the_exact_bytes_sent() -> None:
 
 
 def test_a_result_emptied_by_the_byte_budget_says_no_evidence_without_level() -> None:
-    projection, wire = run([blk("a#chunk-0", "网" * 1000)], limits=ProjectionLimits(max_bytes=600))
+    _projection, wire = run([blk("a#chunk-0", "网" * 1000)], limits=ProjectionLimits(max_bytes=600))
     assert wire["evidence_status"] == "NO_EVIDENCE"
     assert "relevance_level" not in wire and "evidence" not in wire
     assert wire["returned_count"] == 0
@@ -148,14 +173,23 @@ def test_a_result_emptied_by_the_byte_budget_says_no_evidence_without_level() ->
 
 def test_a_body_still_over_budget_when_empty_fails_closed() -> None:
     with pytest.raises(ProjectionOverBudget):
-        project(lookup_json([], query="网" * 400), tool_call_id="c",
-                limits=ProjectionLimits(max_bytes=300))
+        project(
+            lookup_json([], query="网" * 400),
+            tool_call_id="c",
+            limits=ProjectionLimits(max_bytes=300),
+        )
 
 
 def test_camel_case_keys_are_read_too() -> None:
-    data = {"found": True, "query": "q", "relevanceLevel": "REFERENCE",
-            "evidenceBlocks": [{"evidenceKey": "a#chunk-0", "docId": "a", "content": "A"},
-                               {"docId": "b", "chunkIndex": 2, "content": "B"}]}
+    data = {
+        "found": True,
+        "query": "q",
+        "relevanceLevel": "REFERENCE",
+        "evidenceBlocks": [
+            {"evidenceKey": "a#chunk-0", "docId": "a", "content": "A"},
+            {"docId": "b", "chunkIndex": 2, "content": "B"},
+        ],
+    }
     projection = project(json.dumps(data), tool_call_id="c", limits=LIMITS)
     wire = json.loads(projection.body)
     assert [e["document_id"] for e in wire["evidence"]] == ["a#chunk-0", "b#chunk-2"]

@@ -1,0 +1,160 @@
+"""The py-rag client and its anti-corruption layer (SPEC 3, 4.1).
+
+py-rag's raw JSON stays inside this module; the pipeline only ever sees KnowledgeSearchHit.
+Bad hits never crash a call: they are dropped and counted, and bad scores count as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from lookup_knowledge.domain.errors import UpstreamError, UpstreamTimeout
+from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, SearchOutcome
+
+SEARCH_PATH = "/api/v1/search"
+HEALTH_PATH = "/api/v1/health"
+SCORE_LABEL = "rerank"
+_CHUNK_SUFFIX = re.compile(r"#chunk-(\d+)$")
+
+
+class _RawSearchResponse(BaseModel):
+    """The top level of py-rag's answer; hits are validated one by one, leniently."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    hits: list[Any]
+    evidence_status: Any = None
+    retrieval_trace: Any = None
+
+
+class PyragClient:
+    """One pooled httpx client per process; one attempt per lookup, bounded by the timeout."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, *, timeout_s: float, top_k: int, mode: str
+    ) -> None:
+        self._client = client
+        self._timeout_s = timeout_s
+        self._top_k = top_k
+        self._mode = mode
+
+    async def search(self, query: str, *, filters: Mapping[str, str] | None) -> SearchOutcome:
+        payload: dict[str, Any] = {"query": query, "top_k": self._top_k, "mode": self._mode}
+        if filters:
+            payload["filters"] = dict(filters)
+        response = await self._send("POST", SEARCH_PATH, json=payload)
+        if not response.is_success:
+            raise UpstreamError(
+                f"py-rag answered HTTP {response.status_code}",
+                kind="status",
+                details={"status": response.status_code},
+            )
+        try:
+            raw = _RawSearchResponse.model_validate_json(response.content)
+        except ValueError as exc:
+            raise UpstreamError(
+                "py-rag answered a body that is not a search response (JSON with a hits list)",
+                kind="bad_body",
+            ) from exc
+        return to_outcome(raw)
+
+    async def ping(self) -> None:
+        response = await self._send("GET", HEALTH_PATH)
+        if not response.is_success:
+            raise UpstreamError(
+                f"py-rag health answered HTTP {response.status_code}", kind="status"
+            )
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await self._client.request(method, path, **kwargs)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise UpstreamTimeout(f"py-rag did not answer within {self._timeout_s:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"py-rag is unreachable: {exc!r}", kind="unreachable") from exc
+
+
+def to_outcome(raw: _RawSearchResponse) -> SearchOutcome:
+    hits: list[KnowledgeSearchHit] = []
+    for position, item in enumerate(raw.hits, start=1):
+        hit = to_hit(item, rank=position)
+        if hit is not None:
+            hits.append(hit)
+    status = raw.evidence_status if isinstance(raw.evidence_status, str) else "unknown"
+    trace: JsonObject | None = (
+        raw.retrieval_trace if isinstance(raw.retrieval_trace, dict) else None
+    )
+    return SearchOutcome(
+        hits=tuple(hits),
+        upstream_status=status,
+        retrieval_trace=trace,
+        hit_count=len(raw.hits),
+        dropped_invalid=len(raw.hits) - len(hits),
+    )
+
+
+def to_hit(item: Any, *, rank: int) -> KnowledgeSearchHit | None:
+    """Map one raw hit; None when it has no identity or no text (dropped and counted)."""
+    if not isinstance(item, Mapping):
+        return None
+    excerpt = _text(item.get("excerpt"))
+    document_id = _text(item.get("document_id"))
+    key = _text(item.get("evidence_key"))
+    if key is None and document_id is not None:
+        chunk = item.get("chunk_index")
+        key = f"{document_id}#chunk-{int(chunk)}" if _is_index(chunk) else document_id
+    if key is None or excerpt is None:
+        return None
+    match = _CHUNK_SUFFIX.search(key)
+    doc_id = document_id or (key[: match.start()] if match else key)
+    return KnowledgeSearchHit(
+        evidence_key=key,
+        doc_id=doc_id,
+        chunk_index=int(match.group(1)) if match else None,
+        content=excerpt,
+        score=_score(item.get("quality_score")),
+        score_label=SCORE_LABEL,
+        original_rank=rank,
+        source=_text(item.get("source")),
+        title=_text(item.get("title")),
+        breadcrumb=_text(item.get("breadcrumb")),
+        hit_reasons=(f"semantic_rank:{rank}",),
+    )
+
+
+def _text(value: Any) -> str | None:
+    """A non-blank string as is; numbers (ids) as their text; anything else is absent."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float) and math.isfinite(value):
+        value = str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _is_index(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, float) and value.is_integer() and value >= 0
+
+
+def _score(value: Any) -> float:
+    """A missing, non-numeric or non-finite quality_score counts as 0.0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    try:
+        score = float(value)
+    except OverflowError:
+        return 0.0
+    return score if math.isfinite(score) else 0.0

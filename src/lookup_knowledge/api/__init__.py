@@ -1,0 +1,1 @@
+"""HTTP entry points: thin routes over the service, one error handler."""

@@ -1,0 +1,48 @@
+"""`Annotated` dependency aliases; every route gets its collaborators from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, Request
+
+from lookup_knowledge.domain.ports import AuditPort, LedgerPort, SearchPort
+from lookup_knowledge.settings import Settings
+
+if TYPE_CHECKING:
+    from lookup_knowledge.service import LookupService
+
+
+@dataclass(slots=True)
+class Resources:
+    """Everything the lifespan opened; stored on `app.state.resources`."""
+
+    settings: Settings
+    search: SearchPort
+    ledger: LedgerPort
+    audit: AuditPort
+    service: LookupService
+
+
+def get_resources(request: Request) -> Resources:
+    resources: Resources = request.app.state.resources
+    return resources
+
+
+def get_settings(request: Request) -> Settings:
+    return get_resources(request).settings
+
+
+def get_ledger(request: Request) -> LedgerPort:
+    return get_resources(request).ledger
+
+
+def get_service(request: Request) -> LookupService:
+    return get_resources(request).service
+
+
+ResourcesDep = Annotated[Resources, Depends(get_resources)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+LedgerDep = Annotated[LedgerPort, Depends(get_ledger)]
+ServiceDep = Annotated["LookupService", Depends(get_service)]

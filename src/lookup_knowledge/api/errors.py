@@ -1,0 +1,71 @@
+"""The one place that turns errors into SPEC 7's envelope `{"error": {code, message, details}}`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from lookup_knowledge.domain.errors import LookupKnowledgeError
+
+log = logging.getLogger(__name__)
+
+_HTTP_CODES = {
+    400: "INVALID_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    422: "INVALID_REQUEST",
+}
+
+
+def envelope(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+    return JSONResponse(
+        status_code=status,
+        content={"error": {"code": code, "message": message, "details": details}},
+    )
+
+
+async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LookupKnowledgeError)
+    if exc.status_code >= 500:
+        log.warning("lookup failed: %s %s", exc.code, exc.message)
+    return envelope(exc.status_code, exc.code, exc.message, exc.details)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
+        for err in exc.errors()
+    ]
+    if any(p["type"] == "json_invalid" for p in problems):
+        return envelope(400, "INVALID_REQUEST", "the request body is not valid JSON", problems)
+    return envelope(422, "INVALID_REQUEST", "the request does not match the schema", problems)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(
+        exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "HTTP_ERROR"
+    )
+    return envelope(exc.status_code, code, str(exc.detail))
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", exc_info=exc)
+    return envelope(500, "INTERNAL_ERROR", "internal error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(LookupKnowledgeError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,136 @@
+"""What one lookup leaves in the audit table: the row and its `retrieval_details` (SPEC 6)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lookup_knowledge.domain.audit import (
+    EVIDENCE_REF_TEXT_CHARS,
+    OUTPUT_PREVIEW_CHARS,
+    AuditRecord,
+)
+from lookup_knowledge.domain.contract import RagToolResult
+from lookup_knowledge.domain.models import LookupResult, ProjectionSummary, SearchOutcome
+
+
+def evidence_refs(result: RagToolResult) -> list[dict[str, Any]]:
+    """Where each citation sits in the body; an empty result is a negative observation only."""
+    if not result.evidence:
+        return [{"raw_path": "$.no_evidence"}]
+    return [
+        {
+            "raw_path": f"$.evidence[{i}]",
+            "document_id": item.document_id,
+            "text": item.excerpt[:EVIDENCE_REF_TEXT_CHARS],
+        }
+        for i, item in enumerate(result.evidence)
+    ]
+
+
+def retrieval_details(
+    outcome: SearchOutcome,
+    lookup: LookupResult,
+    result: RagToolResult,
+    projection: ProjectionSummary,
+) -> dict[str, Any]:
+    pack = lookup.context_pack
+    return {
+        "retrieval_trace": outcome.retrieval_trace,
+        "evidence_status": outcome.upstream_status,
+        "adapter": {"hit_count": outcome.hit_count, "dropped_invalid": outcome.dropped_invalid},
+        "postprocess": {
+            "candidate_count": lookup.candidate_count,
+            "evidence_block_count": lookup.evidence_block_count,
+            "top_similarity": lookup.top_similarity,
+            "relevance_level": lookup.relevance_level,
+            "evidence_keys": [block.evidence_key for block in lookup.evidence_blocks],
+            "rerank_trace": [item.model_dump(mode="json") for item in lookup.rerank_trace],
+        },
+        "context_pack": {
+            "strategy": pack.strategy,
+            "char_budget": pack.char_budget,
+            "used_chars": pack.used_chars,
+            "included_sources": list(pack.included_sources),
+            "omitted_sources": list(pack.omitted_sources),
+        },
+        "projection": {
+            "returned_count": projection.returned_count,
+            "truncated": projection.truncated,
+            "cuts": list(projection.cuts),
+            "body_bytes": projection.body_bytes,
+        },
+        "evidence_refs": evidence_refs(result),
+    }
+
+
+@dataclass(slots=True)
+class AuditDraft:
+    """Collects one call's row while it runs; `finish` freezes it with the measured duration."""
+
+    run_id: str
+    tool_call_id: str
+    query: str
+    step_id: str | None
+    started: float = field(default_factory=time.perf_counter)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def succeeded(
+        self,
+        *,
+        outcome: SearchOutcome,
+        lookup: LookupResult,
+        result: RagToolResult,
+        projection: ProjectionSummary,
+        body: bytes,
+    ) -> None:
+        self._result_fields(result, body)
+        self.fields.update(
+            top_quality_score=lookup.top_similarity,
+            candidate_count=lookup.candidate_count,
+            evidence_block_count=lookup.evidence_block_count,
+            retrieval_details=retrieval_details(outcome, lookup, result, projection),
+        )
+
+    def replayed(self, result: RagToolResult, body: bytes, *, original_created_at: str) -> None:
+        self._result_fields(result, body)
+        self.fields.update(
+            replayed=True,
+            retrieval_details={
+                "replay_of": original_created_at,
+                "evidence_refs": evidence_refs(result),
+            },
+        )
+
+    def failed(self, error_code: str, message: str) -> None:
+        self.fields.update(success=False, error_code=error_code)
+        self.fields.setdefault("retrieval_details", {})["error"] = message
+
+    def upstream_took(self, started: float) -> None:
+        self.fields["upstream_ms"] = _ms_since(started)
+
+    def finish(self) -> AuditRecord:
+        self.fields.setdefault("success", False)
+        return AuditRecord(
+            run_id=self.run_id,
+            tool_call_id=self.tool_call_id,
+            query=self.query,
+            step_id=self.step_id,
+            duration_ms=_ms_since(self.started),
+            **self.fields,
+        )
+
+    def _result_fields(self, result: RagToolResult, body: bytes) -> None:
+        self.fields.update(
+            success=True,
+            evidence_status=result.evidence_status.value,
+            relevance_level=result.relevance_level.value if result.relevance_level else None,
+            returned_count=result.returned_count,
+            truncated=result.truncated,
+            output_preview=body.decode("utf-8", errors="replace")[:OUTPUT_PREVIEW_CHARS],
+        )
+
+
+def _ms_since(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)

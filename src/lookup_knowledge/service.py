@@ -1,0 +1,164 @@
+"""The one orchestrator: ledger claim → py-rag → pipeline → ledger READY → audit (SPEC 2)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lookup_knowledge.audit_trail import AuditDraft
+from lookup_knowledge.domain.contract import RagToolResult
+from lookup_knowledge.domain.errors import Conflict, LedgerUnavailable, LookupKnowledgeError
+from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
+from lookup_knowledge.domain.ports import AuditPort, LedgerPort, SearchPort
+from lookup_knowledge.pipeline.assemble import assemble
+from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
+from lookup_knowledge.pipeline.pack import pack_context
+from lookup_knowledge.pipeline.postprocess import postprocess
+from lookup_knowledge.pipeline.project import project
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupCommand:
+    run_id: str
+    tool_call_id: str
+    query: str
+    step_id: str | None = None
+    filters: Mapping[str, str] | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupAnswer:
+    body: bytes  # exactly the bytes stored in the ledger
+    evidence_status: str
+    replayed: bool = False
+
+
+class LookupService:
+    def __init__(
+        self,
+        *,
+        search: SearchPort,
+        ledger: LedgerPort,
+        audit: AuditPort,
+        limits: PipelineLimits,
+        projection_limits: ProjectionLimits,
+    ) -> None:
+        self._search = search
+        self._ledger = ledger
+        self._audit = audit
+        self._limits = limits
+        self._projection_limits = projection_limits
+
+    async def lookup(self, command: LookupCommand) -> LookupAnswer:
+        """Answer one tool call; every outcome leaves exactly one audit row."""
+        draft = AuditDraft(
+            run_id=command.run_id,
+            tool_call_id=command.tool_call_id,
+            query=command.query,
+            step_id=command.step_id,
+        )
+        try:
+            return await self._lookup(command, draft)
+        except LookupKnowledgeError as exc:
+            draft.failed(exc.code, exc.message)
+            raise
+        except Exception as exc:
+            draft.failed("INTERNAL_ERROR", repr(exc))
+            raise
+        finally:
+            self._submit(draft)
+
+    async def _lookup(self, command: LookupCommand, draft: AuditDraft) -> LookupAnswer:
+        query_sha256 = sha256_hex(command.query)
+        token = uuid.uuid4().hex
+        blocking = await self._ledger.claim(
+            command.run_id, command.tool_call_id, query_sha256=query_sha256, token=token
+        )
+        if blocking is not None:
+            return self._replay(blocking, query_sha256, draft)
+
+        try:
+            started = time.perf_counter()
+            try:
+                outcome = await self._search.search(command.query, filters=command.filters)
+            finally:
+                draft.upstream_took(started)
+            post = postprocess(outcome.hits, limits=self._limits)
+            pack = pack_context(post.blocks, char_budget=self._limits.pack_char_budget)
+            lookup = assemble(command.query, post, pack, retrieval_trace=outcome.retrieval_trace)
+            projection = project(
+                lookup.model_dump_json(),
+                tool_call_id=command.tool_call_id,
+                limits=self._projection_limits,
+            )
+        except Exception as exc:
+            code = exc.code if isinstance(exc, LookupKnowledgeError) else "INTERNAL_ERROR"
+            await self._mark_failed(command, token, query_sha256, code)
+            raise
+
+        stored = await self._ledger.complete(
+            command.run_id,
+            command.tool_call_id,
+            token=token,
+            query_sha256=query_sha256,
+            body=projection.body,
+            evidence_status=projection.result.evidence_status.value,
+        )
+        if not stored:
+            raise Conflict(
+                "another call with the same run_id and tool_call_id completed first",
+                details={"run_id": command.run_id, "tool_call_id": command.tool_call_id},
+            )
+        draft.succeeded(
+            outcome=outcome,
+            lookup=lookup,
+            result=projection.result,
+            projection=projection.summary,
+            body=projection.body,
+        )
+        return LookupAnswer(
+            body=projection.body, evidence_status=projection.result.evidence_status.value
+        )
+
+    def _replay(self, entry: LedgerEntry, query_sha256: str, draft: AuditDraft) -> LookupAnswer:
+        """Same ids again: the stored bytes when READY for the same query, else a conflict."""
+        ids = {"run_id": entry.run_id, "tool_call_id": entry.tool_call_id}
+        if entry.status is LedgerStatus.PENDING:
+            raise Conflict("a call with the same ids is in flight", details=ids)
+        if entry.status is not LedgerStatus.READY or entry.body is None:
+            raise Conflict("the ledger entry for these ids cannot be replayed", details=ids)
+        if entry.query_sha256 != query_sha256:
+            raise Conflict("these ids were already used with another query", details=ids)
+        result = RagToolResult.model_validate_json(entry.body)
+        draft.replayed(result, entry.body, original_created_at=entry.created_at)
+        return LookupAnswer(
+            body=entry.body, evidence_status=result.evidence_status.value, replayed=True
+        )
+
+    async def _mark_failed(
+        self, command: LookupCommand, token: str, query_sha256: str, code: str
+    ) -> None:
+        """Best effort: the call fails either way; an unwritten FAILED expires as PENDING."""
+        try:
+            await self._ledger.fail(
+                command.run_id,
+                command.tool_call_id,
+                token=token,
+                query_sha256=query_sha256,
+                error_code=code,
+            )
+        except LedgerUnavailable:
+            log.warning(
+                "ledger FAILED mark not written for %s/%s", command.run_id, command.tool_call_id
+            )
+
+    def _submit(self, draft: AuditDraft) -> None:
+        try:
+            self._audit.submit(draft.finish())
+        except Exception:  # auditing never fails a lookup
+            log.exception("audit row could not be queued")

@@ -1,0 +1,200 @@
+"""SPEC 3 and 4.1: the py-rag client and its anti-corruption mapping, py-rag mocked by respx."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from builders import pyrag_body, raw_hit
+from lookup_knowledge.adapters.pyrag import PyragClient
+from lookup_knowledge.domain.errors import UpstreamError, UpstreamTimeout
+
+BASE = "http://pyrag.test"
+SEARCH = f"{BASE}/api/v1/search"
+
+
+@pytest.fixture
+async def client():  # type: ignore[no-untyped-def]
+    async with httpx.AsyncClient(base_url=BASE) as http:
+        yield PyragClient(http, timeout_s=0.5, top_k=20, mode="hybrid")
+
+
+async def search(client: PyragClient, body: Any, filters: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    with respx.mock(assert_all_called=True) as mock:
+        route = mock.post(SEARCH).respond(200, json=body)
+        outcome = await client.search("网关超时怎么排查", filters=filters)
+        sent = json.loads(route.calls.last.request.content)
+    return outcome, sent
+
+
+async def test_the_request_carries_query_top_k_mode_and_filters(client: PyragClient) -> None:
+    _, sent = await search(client, pyrag_body([]), filters={"category": "gateway"})
+    assert sent == {
+        "query": "网关超时怎么排查",
+        "top_k": 20,
+        "mode": "hybrid",
+        "filters": {"category": "gateway"},
+    }
+
+
+async def test_filters_are_left_out_when_none_are_given(client: PyragClient) -> None:
+    _, sent = await search(client, pyrag_body([]))
+    assert "filters" not in sent
+
+
+async def test_a_hit_is_mapped_field_by_field(client: PyragClient) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("gw-timeout-md#chunk-1", 0.9147)]))
+    (hit,) = outcome.hits
+    assert hit.evidence_key == "gw-timeout-md#chunk-1"
+    assert hit.doc_id == "gw-timeout-md"
+    assert hit.chunk_index == 1
+    assert hit.content == "Excerpt of gw-timeout-md#chunk-1."
+    assert (hit.score, hit.score_label) == (0.9147, "rerank")
+    assert hit.original_rank == 1
+    assert hit.source == "runbooks/gw-timeout-md.md"
+    assert hit.title == "Gw-Timeout-Md"
+    assert hit.breadcrumb == "Gw-Timeout-Md > Steps"
+    assert hit.hit_reasons == ("semantic_rank:1",)
+
+
+async def test_a_key_without_a_chunk_suffix_has_no_chunk_index(client: PyragClient) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("plain-doc")]))
+    assert outcome.hits[0].chunk_index is None
+
+
+async def test_py_rag_levels_and_unknown_fields_are_ignored(client: PyragClient) -> None:
+    body = pyrag_body(
+        [raw_hit("a#chunk-0", 0.2, relevance_level="PRECISE", extra={"x": 1})],
+        new_top_level_field=[1, 2],
+    )
+    outcome, _ = await search(client, body)
+    assert outcome.hits[0].score == 0.2
+    assert outcome.upstream_status == "supported"
+    assert outcome.retrieval_trace is not None and outcome.retrieval_trace["rerank_model"] == "test"
+
+
+@pytest.mark.parametrize(
+    ("hit_fields", "key"),
+    [
+        ({"evidence_key": None, "chunk_index": 3}, "a#chunk-3"),
+        ({"evidence_key": "", "chunk_index": 3}, "a#chunk-3"),
+        ({"evidence_key": "  "}, "a"),
+        ({"evidence_key": None, "chunk_index": "3"}, "a"),
+    ],
+)
+async def test_a_missing_key_falls_back_to_the_document_id(
+    client: PyragClient, hit_fields: dict[str, Any], key: str
+) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-0", **hit_fields)]))
+    assert outcome.hits[0].evidence_key == key
+    assert outcome.hits[0].doc_id == "a"
+
+
+async def test_a_missing_document_id_is_taken_from_the_key(client: PyragClient) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-2", document_id=None)]))
+    assert (outcome.hits[0].doc_id, outcome.hits[0].chunk_index) == ("a", 2)
+
+
+async def test_bad_hits_are_dropped_counted_and_keep_their_rank_slot(client: PyragClient) -> None:
+    hits = [
+        raw_hit("a#chunk-0"),
+        raw_hit(None, document_id=None),  # neither key nor document id
+        raw_hit("b#chunk-0", excerpt="   "),  # blank excerpt
+        "not an object",
+        raw_hit("c#chunk-0", excerpt=None),  # missing excerpt
+        raw_hit("d#chunk-0"),
+    ]
+    outcome, _ = await search(client, pyrag_body(hits))
+    assert [(h.evidence_key, h.original_rank) for h in outcome.hits] == [
+        ("a#chunk-0", 1),
+        ("d#chunk-0", 6),
+    ]
+    assert (outcome.hit_count, outcome.dropped_invalid) == (6, 4)
+
+
+@pytest.mark.parametrize("score", [None, "0.9", "high", True, [0.9], {"v": 1}])
+async def test_a_missing_or_non_numeric_score_counts_as_zero(
+    client: PyragClient, score: Any
+) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-0", score)]))
+    assert outcome.hits[0].score == 0.0
+
+
+async def test_a_non_finite_score_counts_as_zero(client: PyragClient) -> None:
+    body = json.dumps(pyrag_body([raw_hit("a#chunk-0", 0.5)])).replace("0.5", "NaN")
+    with respx.mock() as mock:
+        mock.post(SEARCH).respond(200, content=body, headers={"content-type": "application/json"})
+        outcome = await client.search("q", filters=None)
+    assert outcome.hits[0].score == 0.0
+
+
+async def test_an_out_of_range_score_is_kept_for_the_postprocessor_to_clamp(
+    client: PyragClient,
+) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-0", 10**400)]))
+    assert outcome.hits[0].score == 0.0  # not representable as a float: counts as missing
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-0", 7)]))
+    assert outcome.hits[0].score == 7.0
+
+
+async def test_no_evidence_is_a_normal_answer(client: PyragClient) -> None:
+    body = pyrag_body([], retrieval_trace={"no_evidence_basis": "all_below_threshold"})
+    outcome, _ = await search(client, body)
+    assert outcome.hits == ()
+    assert outcome.upstream_status == "no_evidence"
+
+
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [
+        (httpx.Response(500, json={"detail": "boom"}), "status"),
+        (httpx.Response(404), "status"),
+        (httpx.Response(200, content=b"<html>not json</html>"), "bad_body"),
+        (httpx.Response(200, json={"hits": "nope"}), "bad_body"),
+        (httpx.Response(200, json={"no_hits": []}), "bad_body"),
+        (httpx.Response(200, json=[1, 2]), "bad_body"),
+    ],
+)
+async def test_unusable_answers_are_upstream_errors(
+    client: PyragClient, response: httpx.Response, kind: str
+) -> None:
+    with respx.mock() as mock:
+        mock.post(SEARCH).mock(return_value=response)
+        with pytest.raises(UpstreamError) as caught:
+            await client.search("q", filters=None)
+    assert caught.value.kind == kind
+    assert caught.value.code == "UPSTREAM_ERROR"
+
+
+async def test_an_unreachable_py_rag_is_an_upstream_error(client: PyragClient) -> None:
+    with respx.mock() as mock:
+        mock.post(SEARCH).mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(UpstreamError) as caught:
+            await client.search("q", filters=None)
+    assert caught.value.kind == "unreachable"
+    assert not isinstance(caught.value, UpstreamTimeout)
+
+
+async def test_a_transport_timeout_is_an_upstream_timeout(client: PyragClient) -> None:
+    with respx.mock() as mock:
+        mock.post(SEARCH).mock(side_effect=httpx.ReadTimeout("slow"))
+        with pytest.raises(UpstreamTimeout) as caught:
+            await client.search("q", filters=None)
+    assert caught.value.code == "UPSTREAM_TIMEOUT"
+
+
+async def test_a_py_rag_slower_than_the_timeout_is_cut_off(client: PyragClient) -> None:
+    import asyncio
+
+    async def slow(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(5)
+        return httpx.Response(200, json=pyrag_body([]))
+
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(SEARCH).mock(side_effect=slow)
+        with pytest.raises(UpstreamTimeout):
+            await client.search("q", filters=None)

@@ -1,0 +1,90 @@
+"""The packaged console script serves the contract against a local stub py-rag server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from builders import WORKED_EXAMPLE, pyrag_body, raw_hit
+from conftest import console_script, free_port, running_service
+
+pytestmark = pytest.mark.process
+
+
+class _StubPyrag(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        request = json.loads(self.rfile.read(length))
+        self.server.requests.append(request)  # type: ignore[attr-defined]
+        body = json.dumps(pyrag_body([raw_hit(k, s) for k, s in WORKED_EXAMPLE])).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def stub_pyrag() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StubPyrag)
+    server.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+
+
+def test_the_console_script_serves_a_lookup_against_a_stub_py_rag(
+    tmp_path: Path, stub_pyrag: ThreadingHTTPServer
+) -> None:
+    port = free_port()
+    env = {"PYRAG_BASE_URL": f"http://127.0.0.1:{stub_pyrag.server_address[1]}", "PORT": str(port)}
+    with running_service(["serve"], cwd=tmp_path, env=env, port=port) as base:
+        response = httpx.post(
+            f"{base}/lookup_knowledge",
+            json={"run_id": "run-42", "tool_call_id": "call_x1", "query": "网关超时怎么排查"},
+            timeout=10,
+        )
+        entry = httpx.get(f"{base}/ledger/run-42/call_x1", timeout=10)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["returned_count"] == 5 and body["relevance_level"] == "PRECISE"
+    assert stub_pyrag.requests == [  # type: ignore[attr-defined]
+        {"query": "网关超时怎么排查", "top_k": 20, "mode": "hybrid"}
+    ]
+    assert entry.status_code == 200
+    assert entry.json()["result"] == body
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"PYRAG_TIMEOUT_S": "-1"}, "PYRAG_TIMEOUT_S"),
+        ({"PRECISE_THRESHOLD": "0.2"}, "REFERENCE_THRESHOLD"),
+        ({"PYRAG_BASE_URL": "pyrag:8000"}, "PYRAG_BASE_URL"),
+    ],
+)
+def test_serve_refuses_an_invalid_configuration_with_a_clear_message(
+    tmp_path: Path, env: dict[str, str], named: str
+) -> None:
+    completed = subprocess.run(
+        [*console_script(), "serve"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("invalid configuration")
+    assert named in completed.stderr
