@@ -11,7 +11,7 @@ import pytest
 import respx
 
 from builders import WORKED_EXAMPLE, pyrag_body, raw_hit
-from conftest import PYRAG_SEARCH_URL, OpenClient, RecordingAudit
+from support import PYRAG_SEARCH_URL, OpenClient, RecordingAudit
 
 LOOKUP = "/lookup_knowledge"
 

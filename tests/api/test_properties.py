@@ -13,7 +13,6 @@ import respx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PYRAG_SEARCH_URL, PYRAG_TEST_URL, RecordingAudit
 from lookup_knowledge.app import create_app
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.models import KnowledgeSearchHit
@@ -23,6 +22,7 @@ from lookup_knowledge.pipeline.pack import pack_context
 from lookup_knowledge.pipeline.postprocess import postprocess
 from lookup_knowledge.pipeline.project import project
 from lookup_knowledge.settings import Settings
+from support import PYRAG_SEARCH_URL, PYRAG_TEST_URL, RecordingAudit
 
 text = st.text(alphabet=st.sampled_from('abc xyz网关超时é\n"\\\t😀'), max_size=60)
 long_text = st.one_of(

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from builders import WORKED_EXAMPLE, pyrag_body, raw_hit
-from conftest import console_script, free_port, running_service
+from process import console_script, free_port, running_service
 
 pytestmark = pytest.mark.process
 

@@ -1,4 +1,4 @@
-"""Helpers to run the service as a real process."""
+"""Run the service (or the engine) as a real process, as the e2e tests do."""
 
 from __future__ import annotations
 

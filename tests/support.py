@@ -1,0 +1,46 @@
+"""Test support shared across folders: py-rag test URLs, a recording audit, settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.settings import Settings
+
+PYRAG_TEST_URL = "http://pyrag.test"
+PYRAG_SEARCH_URL = f"{PYRAG_TEST_URL}/api/v1/search"
+
+
+class RecordingAudit:
+    """Audit port that keeps rows in a list, for asserting what the service submits."""
+
+    def __init__(self) -> None:
+        self.records: list[AuditRecord] = []
+
+    def submit(self, record: AuditRecord) -> None:
+        self.records.append(record)
+
+    def spool_depth(self) -> int:
+        return 0
+
+    async def ping(self) -> None:
+        return None
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "pyrag_base_url": PYRAG_TEST_URL,
+        "audit_database_url": f"sqlite:///{tmp_path}/audit.db",
+        "audit_spool_dir": tmp_path / "spool",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+# `open_client(**overrides)` from the `open_client` fixture: an app client with lifespan run.
+OpenClient = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
