@@ -57,8 +57,14 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1, le=64)
     log_level: str = "INFO"
 
-    @field_validator("pyrag_base_url", "redis_url", "lookup_api_tokens", "ledger_api_tokens",
-                     "pyrag_docs_dir", mode="before")
+    @field_validator(
+        "pyrag_base_url",
+        "redis_url",
+        "lookup_api_tokens",
+        "ledger_api_tokens",
+        "pyrag_docs_dir",
+        mode="before",
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

@@ -1,16 +1,16 @@
 """The one error tree of the service; `api.errors` maps it to the SPEC 7 envelope.
 
-    LookupKnowledgeError                 500 INTERNAL_ERROR
-    ├── InvalidRequest                   400/422 INVALID_REQUEST
-    ├── Unauthorized                     401 UNAUTHORIZED
-    ├── Forbidden                        403 FORBIDDEN
-    ├── NotFound                         404 NOT_FOUND
-    ├── Conflict                         409 CONFLICT
-    ├── PayloadTooLarge                  413 PAYLOAD_TOO_LARGE
-    ├── UpstreamError                    502 UPSTREAM_ERROR   (py-rag unreachable, non-2xx, bad body)
-    │   └── UpstreamTimeout              504 UPSTREAM_TIMEOUT
-    ├── LedgerUnavailable                503 LEDGER_UNAVAILABLE
-    └── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed, SPEC 4.5 step 5)
+LookupKnowledgeError                 500 INTERNAL_ERROR
+├── InvalidRequest                   400/422 INVALID_REQUEST
+├── Unauthorized                     401 UNAUTHORIZED
+├── Forbidden                        403 FORBIDDEN
+├── NotFound                         404 NOT_FOUND
+├── Conflict                         409 CONFLICT
+├── PayloadTooLarge                  413 PAYLOAD_TOO_LARGE
+├── UpstreamError                    502 UPSTREAM_ERROR   (py-rag unreachable, non-2xx, bad body)
+│   └── UpstreamTimeout              504 UPSTREAM_TIMEOUT
+├── LedgerUnavailable                503 LEDGER_UNAVAILABLE
+└── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed, SPEC 4.5 step 5)
 """
 
 from __future__ import annotations

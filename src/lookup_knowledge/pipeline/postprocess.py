@@ -81,8 +81,8 @@ def postprocess(
         if blocks
         else None
     )
-    is_low_quality = not blocks or top_similarity is None or (
-        top_similarity < limits.reference_threshold
+    is_low_quality = (
+        not blocks or top_similarity is None or (top_similarity < limits.reference_threshold)
     )
     return EvidencePostprocessResult(
         blocks=tuple(blocks),

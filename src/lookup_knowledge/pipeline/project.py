@@ -37,9 +37,7 @@ def encode(result: RagToolResult) -> bytes:
     return json.dumps(result.to_wire(), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def project(
-    lookup_json: str | bytes, *, tool_call_id: str, limits: ProjectionLimits
-) -> Projection:
+def project(lookup_json: str | bytes, *, tool_call_id: str, limits: ProjectionLimits) -> Projection:
     data = json.loads(lookup_json)
     if not isinstance(data, Mapping):
         raise ValueError("a serialized LookupResult must be a JSON object")
