@@ -1,0 +1,270 @@
+"""Evidence ledger in Redis (SPEC 5): one hash per tool call, one sorted-set index per run.
+
+Keys put the run id in a hash tag so that a run's entry keys and its index share one
+Redis Cluster slot, which is what lets a Lua script touch both:
+
+    lk:ledger:{<run_id>}:<tool_call_id>   hash: the entry fields, `body` = the response bytes
+    lk:ledger-run:{<run_id>}              zset: tool_call_id scored by first-write time (ms)
+
+Every transition is one Lua script, so the check and the write are atomic in Redis. A
+script answers a retry of its own caller's write as a success (same token, and for READY
+the same body), so the client's single retry after a dropped connection is harmless.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Self, cast
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.typing import EncodableT
+
+from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable
+from lookup_knowledge.domain.ledger import (
+    TOOL_NAME,
+    LedgerEntry,
+    LedgerStatus,
+    sha256_hex,
+    utc_now_iso,
+)
+
+# An unreachable Redis must fail a lookup fast (503), not hold it for the client's defaults.
+CONNECT_TIMEOUT_S = 1.0
+SOCKET_TIMEOUT_S = 2.0
+
+# Keep the run index alive as long as its longest-lived entry; never shorten it.
+_TOUCH_INDEX = """
+redis.call('ZADD', KEYS[2], 'NX', ARGV[#ARGV], ARGV[2])
+local ttl = tonumber(ARGV[#ARGV - 1])
+if redis.call('PTTL', KEYS[2]) < ttl then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
+"""
+
+# KEYS: entry, run index
+# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, ttl_ms, score
+_CLAIM = """
+local cur = redis.call('HMGET', KEYS[1], 'status', 'token')
+if cur[1] == 'PENDING' and cur[2] == ARGV[4] then
+  return false
+end
+if cur[1] and cur[1] ~= 'FAILED' then
+  return redis.call('HGETALL', KEYS[1])
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
+  'status', 'PENDING', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+""" + _TOUCH_INDEX + """
+return false
+"""
+
+# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at,
+#       body, result_sha256, evidence_status, ttl_ms, score
+_COMPLETE = """
+local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'result_sha256', 'created_at')
+if cur[1] == 'READY' then
+  if cur[2] == ARGV[4] and cur[3] == ARGV[8] then return 1 end
+  return 0
+end
+if cur[1] == 'PENDING' and cur[2] ~= ARGV[4] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
+  'status', 'READY', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[4] or ARGV[6],
+  'body', ARGV[7], 'result_sha256', ARGV[8], 'evidence_status', ARGV[9])
+redis.call('PEXPIRE', KEYS[1], ARGV[10])
+""" + _TOUCH_INDEX + """
+return 1
+"""
+
+# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, error, ttl_ms, score
+_FAIL = """
+local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'created_at')
+if cur[1] == 'READY' then
+  return 0
+end
+if cur[1] == 'PENDING' and cur[2] ~= ARGV[4] then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
+  'status', 'FAILED', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[3] or ARGV[6],
+  'error', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+""" + _TOUCH_INDEX + """
+return 1
+"""
+
+
+def entry_key(run_id: str, tool_call_id: str) -> str:
+    """The entry's key; the run id is the hash tag."""
+    return f"lk:ledger:{{{_tag(run_id)}}}:{tool_call_id}"
+
+
+def run_index_key(run_id: str) -> str:
+    """The run's index key, in the same cluster slot as the run's entries."""
+    return f"lk:ledger-run:{{{_tag(run_id)}}}"
+
+
+class RedisLedger:
+    """The deployed ledger backend; one pooled client, opened and closed by the lifespan."""
+
+    def __init__(self, client: aioredis.Redis, *, ttl_s: int, pending_ttl_s: int) -> None:
+        self._client = client
+        self._ttl_ms = ttl_s * 1000
+        self._pending_ttl_ms = pending_ttl_s * 1000
+        self._claim = client.register_script(_CLAIM)
+        self._complete = client.register_script(_COMPLETE)
+        self._fail = client.register_script(_FAIL)
+
+    @classmethod
+    def from_url(cls, url: str, *, ttl_s: int, pending_ttl_s: int) -> Self:
+        """Build the pooled client (short timeouts, one immediate retry); connects lazily."""
+        client = aioredis.Redis.from_url(
+            url,
+            decode_responses=False,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
+            socket_timeout=SOCKET_TIMEOUT_S,
+            retry=Retry(NoBackoff(), 1),
+        )
+        return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s)
+
+    async def aclose(self) -> None:
+        """Close the client and its pool."""
+        await self._client.aclose()
+
+    async def claim(
+        self, run_id: str, tool_call_id: str, *, query_sha256: str, token: str
+    ) -> LedgerEntry | None:
+        """None when this caller now holds the PENDING claim; else the entry that blocks it."""
+        args = [*_head(run_id, tool_call_id, token, query_sha256), self._pending_ttl_ms, _score()]
+        with _store_errors("claim"):
+            reply = await self._claim(keys=self._keys(run_id, tool_call_id), args=args)
+        if reply is None:
+            return None
+        return _entry(_pairs(cast(Sequence[bytes], reply)))
+
+    async def complete(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        token: str,
+        query_sha256: str,
+        body: bytes,
+        evidence_status: str,
+    ) -> bool:
+        """Write READY with the exact response bytes; False if another writer got there first."""
+        args = [
+            *_head(run_id, tool_call_id, token, query_sha256),
+            bytes(body), sha256_hex(body), evidence_status, self._ttl_ms, _score(),
+        ]
+        with _store_errors("complete"):
+            reply = await self._complete(keys=self._keys(run_id, tool_call_id), args=args)
+        return bool(reply == 1)
+
+    async def fail(
+        self, run_id: str, tool_call_id: str, *, token: str, query_sha256: str, error_code: str
+    ) -> bool:
+        """Write FAILED with the error code; False if the entry is READY or claimed by another."""
+        args = [
+            *_head(run_id, tool_call_id, token, query_sha256), error_code, self._ttl_ms, _score(),
+        ]
+        with _store_errors("fail"):
+            reply = await self._fail(keys=self._keys(run_id, tool_call_id), args=args)
+        return bool(reply == 1)
+
+    async def get(self, run_id: str, tool_call_id: str) -> LedgerEntry | None:
+        """The entry, or None when unknown or expired."""
+        key = entry_key(run_id, tool_call_id)
+        with _store_errors("read"):
+            fields = await cast(Any, self._client.hgetall(key))
+        return _entry(fields) if fields else None
+
+    async def list_run(self, run_id: str) -> list[LedgerEntry]:
+        """The run's live entries, in the order they were first written."""
+        with _store_errors("read"):
+            index = run_index_key(run_id)
+            members: list[bytes] = await cast(Any, self._client.zrange(index, 0, -1))
+            if not members:
+                return []
+            async with self._client.pipeline(transaction=False) as pipe:
+                for member in members:
+                    pipe.hgetall(entry_key(run_id, member.decode("utf-8")))
+                replies: list[dict[bytes, bytes]] = await pipe.execute()
+        # Index members outlive entries that expired earlier; those are simply skipped.
+        return [_entry(fields) for fields in replies if fields]
+
+    async def ping(self) -> None:
+        """PING the server (for /readyz)."""
+        with _store_errors("ping"):
+            await cast(Any, self._client.ping())
+
+    @staticmethod
+    def _keys(run_id: str, tool_call_id: str) -> list[str]:
+        return [entry_key(run_id, tool_call_id), run_index_key(run_id)]
+
+
+@contextmanager
+def _store_errors(operation: str) -> Iterator[None]:
+    """Any failure to reach or use the store is LedgerUnavailable (fail closed)."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        # The message names the failure, never the URL (it may carry a password).
+        raise LedgerUnavailable(
+            f"ledger {operation} failed: {type(exc).__name__}",
+            details={"operation": operation},
+        ) from exc
+
+
+def _tag(run_id: str) -> str:
+    if not run_id or "{" in run_id or "}" in run_id:
+        raise InvalidRequest("run_id must be non-empty and contain no braces")
+    return run_id
+
+
+def _head(run_id: str, tool_call_id: str, token: str, query_sha256: str) -> list[EncodableT]:
+    """ARGV[1..6], common to every transition script."""
+    return [run_id, tool_call_id, TOOL_NAME, token, query_sha256, utc_now_iso()]
+
+
+def _score() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def _entry(fields: Mapping[bytes, bytes]) -> LedgerEntry:
+    def text(name: str) -> str | None:
+        raw = fields.get(name.encode())
+        return raw.decode("utf-8") if raw is not None else None
+
+    status = text("status")
+    if status not in set(LedgerStatus):
+        # Only the scripts above write these keys; anything else is not evidence (fail closed).
+        raise LedgerUnavailable("ledger entry in Redis is malformed", details={"status": status})
+    return LedgerEntry(
+        run_id=text("run_id") or "",
+        tool_call_id=text("tool_call_id") or "",
+        tool_name=text("tool_name") or TOOL_NAME,
+        status=LedgerStatus(status),
+        query_sha256=text("query_sha256") or "",
+        created_at=text("created_at") or "",
+        evidence_status=text("evidence_status"),
+        body=fields.get(b"body"),
+        result_sha256=text("result_sha256"),
+        error=text("error"),
+    )
+
+
+__all__ = ["CONNECT_TIMEOUT_S", "SOCKET_TIMEOUT_S", "RedisLedger", "entry_key", "run_index_key"]

@@ -1,0 +1,555 @@
+"""The evidence ledger (SPEC 5): one behaviour suite over the in-process and the Redis backend,
+then what only Redis has (keys, TTLs in the server, an unreachable server).
+
+Redis tests use the real server on 127.0.0.1:6379, database 11 only, flushed around each test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as aioredis
+from redis.crc import key_slot
+from redis.exceptions import RedisError
+
+from lookup_knowledge.adapters.ledger_memory import MemoryLedger
+from lookup_knowledge.adapters.ledger_redis import (
+    CONNECT_TIMEOUT_S,
+    SOCKET_TIMEOUT_S,
+    RedisLedger,
+    entry_key,
+    run_index_key,
+)
+from lookup_knowledge.domain.errors import LedgerUnavailable
+from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
+
+REDIS_URL = "redis://127.0.0.1:6379/11"
+CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
+TTL_S = 3600
+PENDING_TTL_S = 30
+
+RUN = "run-42"
+CALL = "call_x1"
+QUERY_SHA = sha256_hex("网关超时怎么排查")
+# Non-ASCII, unusual spacing and escapes: a replay must give back these exact bytes.
+BODY = (
+    '{"evidence_status":"EVIDENCE_FOUND","tool_call_id":"call_x1","query":"网关超时怎么排查",'
+    '"evidence":[{"document_id":"gw#chunk-1","excerpt":"Check \\"upstream\\" first …"}],'
+    '"returned_count":1,"relevance_level":"PRECISE","truncated":false}'
+).encode()
+OTHER_BODY = BODY.replace(b"first", b"later")
+
+Ledger = MemoryLedger | RedisLedger
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Backend:
+    name: str
+    ledger: Ledger
+    advance: Callable[[float], Awaitable[None]]  # let this much time pass for the TTLs
+    new_ledger: Callable[[], Ledger]  # another client onto the same store (racing writers)
+
+
+async def _redis_or_skip() -> aioredis.Redis:
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        await client.ping()
+    except RedisError:
+        await client.aclose()
+        pytest.skip("Redis at 127.0.0.1:6379 is not reachable")
+    return client
+
+
+@pytest.fixture
+async def redis_client() -> AsyncIterator[aioredis.Redis]:
+    client = await _redis_or_skip()
+    await client.flushdb()
+    yield client
+    await client.flushdb()
+    await client.aclose()
+
+
+async def _age_redis_keys(client: aioredis.Redis, seconds: float) -> None:
+    """Make Redis time pass: every key's TTL shrinks by `seconds`, lapsed keys go."""
+    async for key in client.scan_iter(match="lk:*"):
+        left = await client.pttl(key) - int(seconds * 1000)
+        if left <= 0:
+            await client.delete(key)
+        else:
+            await client.pexpire(key, left)
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    if request.param == "memory":
+        clock = FakeClock()
+        memory = MemoryLedger(ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S, clock=clock)
+
+        async def tick(seconds: float) -> None:
+            clock.now += seconds
+
+        yield Backend("memory", memory, tick, lambda: memory)
+        return
+
+    client = await _redis_or_skip()
+    await client.flushdb()
+    opened: list[RedisLedger] = []
+
+    def new_ledger() -> RedisLedger:
+        ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+        opened.append(ledger)
+        return ledger
+
+    async def age(seconds: float) -> None:
+        await _age_redis_keys(client, seconds)
+
+    yield Backend("redis", new_ledger(), age, new_ledger)
+    for ledger in opened:
+        await ledger.aclose()
+    await client.flushdb()
+    await client.aclose()
+
+
+async def _claim(ledger: Ledger, token: str = "t1", *, call: str = CALL) -> LedgerEntry | None:
+    return await ledger.claim(RUN, call, query_sha256=QUERY_SHA, token=token)
+
+
+async def _complete(
+    ledger: Ledger, token: str = "t1", body: bytes = BODY, *, call: str = CALL
+) -> bool:
+    return await ledger.complete(
+        RUN, call, token=token, query_sha256=QUERY_SHA, body=body,
+        evidence_status="EVIDENCE_FOUND",
+    )
+
+
+async def _fail(ledger: Ledger, token: str = "t1", code: str = "UPSTREAM_ERROR") -> bool:
+    return await ledger.fail(RUN, CALL, token=token, query_sha256=QUERY_SHA, error_code=code)
+
+
+async def _ready(ledger: Ledger, token: str = "t1", *, call: str = CALL) -> None:
+    assert await _claim(ledger, token, call=call) is None
+    assert await _complete(ledger, token, call=call)
+
+
+# -- lifecycle ---------------------------------------------------------------------------
+
+
+async def test_the_first_claim_wins_and_leaves_a_pending_entry(backend: Backend) -> None:
+    assert await _claim(backend.ledger) is None
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None
+    assert entry.status is LedgerStatus.PENDING
+    assert (entry.run_id, entry.tool_call_id, entry.tool_name) == (RUN, CALL, "lookup_knowledge")
+    assert entry.query_sha256 == QUERY_SHA
+    assert entry.body is None and entry.result_sha256 is None and entry.error is None
+    assert entry.created_at.endswith("Z")
+
+
+async def test_a_second_claim_gets_the_pending_entry_that_blocks_it(backend: Backend) -> None:
+    await _claim(backend.ledger, "t1")
+
+    blocking = await _claim(backend.ledger, "t2")
+
+    assert blocking is not None
+    assert blocking.status is LedgerStatus.PENDING
+
+
+async def test_a_retried_claim_by_the_holder_still_holds_the_claim(backend: Backend) -> None:
+    await _claim(backend.ledger, "t1")
+
+    assert await _claim(backend.ledger, "t1") is None
+
+
+async def test_completing_a_claim_stores_ready_with_the_exact_bytes_and_their_sha(
+    backend: Backend,
+) -> None:
+    await _claim(backend.ledger)
+    pending = await backend.ledger.get(RUN, CALL)
+
+    assert await _complete(backend.ledger)
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None and pending is not None
+    assert entry.status is LedgerStatus.READY
+    assert entry.body == BODY
+    assert entry.result_sha256 == sha256_hex(BODY)
+    assert entry.evidence_status == "EVIDENCE_FOUND"
+    assert entry.query_sha256 == QUERY_SHA
+    assert entry.created_at == pending.created_at
+    assert entry.error is None
+
+
+async def test_a_replayed_entry_serves_byte_identical_bodies(backend: Backend) -> None:
+    await _ready(backend.ledger)
+
+    first = await backend.ledger.get(RUN, CALL)
+    second = await backend.ledger.get(RUN, CALL)
+
+    assert first is not None and second is not None
+    assert first.body == second.body == BODY
+    served = first.to_json_bytes()
+    assert served == second.to_json_bytes()
+    assert b',"result":' + BODY + b',"result_sha256":' in served
+    assert json.loads(served)["result_sha256"] == sha256_hex(BODY)
+
+
+async def test_the_claim_token_is_never_served(backend: Backend) -> None:
+    await _claim(backend.ledger, "secret-token-123")
+    pending = await backend.ledger.get(RUN, CALL)
+    await _complete(backend.ledger, "secret-token-123")
+    ready = await backend.ledger.get(RUN, CALL)
+
+    for entry in (pending, ready):
+        assert entry is not None
+        assert b"secret-token-123" not in entry.to_json_bytes()
+
+
+async def test_a_ready_entry_is_never_overwritten(backend: Backend) -> None:
+    await _ready(backend.ledger, "t1")
+
+    assert not await _complete(backend.ledger, "t2", OTHER_BODY)
+    assert not await _complete(backend.ledger, "t1", OTHER_BODY)
+    assert not await _fail(backend.ledger, "t1")
+    assert not await _fail(backend.ledger, "t2")
+    blocking = await _claim(backend.ledger, "t3")
+
+    assert blocking is not None and blocking.status is LedgerStatus.READY
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None
+    assert entry.status is LedgerStatus.READY and entry.body == BODY
+
+
+async def test_a_retried_complete_of_the_same_write_reports_success(backend: Backend) -> None:
+    await _ready(backend.ledger, "t1")
+
+    assert await _complete(backend.ledger, "t1", BODY)
+
+
+async def test_another_token_cannot_complete_or_fail_a_pending_claim(backend: Backend) -> None:
+    await _claim(backend.ledger, "t1")
+
+    assert not await _complete(backend.ledger, "t2")
+    assert not await _fail(backend.ledger, "t2")
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None and entry.status is LedgerStatus.PENDING
+
+
+async def test_failing_a_claim_stores_failed_with_the_error_code(backend: Backend) -> None:
+    await _claim(backend.ledger)
+
+    assert await _fail(backend.ledger, code="UPSTREAM_TIMEOUT")
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None
+    assert entry.status is LedgerStatus.FAILED
+    assert entry.error == "UPSTREAM_TIMEOUT"
+    assert entry.body is None and entry.evidence_status is None
+    assert json.loads(entry.to_json_bytes())["result"] is None
+
+
+async def test_a_failed_entry_can_be_claimed_again_and_then_completed(backend: Backend) -> None:
+    await _claim(backend.ledger, "t1")
+    await _fail(backend.ledger, "t1")
+
+    assert await _claim(backend.ledger, "t2") is None
+    assert not await _complete(backend.ledger, "t1")  # the old holder lost its claim
+    assert await _complete(backend.ledger, "t2")
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None
+    assert entry.status is LedgerStatus.READY and entry.error is None
+
+
+async def test_complete_without_a_live_claim_still_writes_ready(backend: Backend) -> None:
+    # A slow caller whose PENDING lapsed: nothing else claimed the ids, so its result stands.
+    assert await _complete(backend.ledger, "t1")
+
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None and entry.status is LedgerStatus.READY
+
+
+async def test_unknown_ids_and_another_runs_ids_are_not_found(backend: Backend) -> None:
+    await _ready(backend.ledger)
+
+    assert await backend.ledger.get(RUN, "call_unknown") is None
+    assert await backend.ledger.get("run-other", CALL) is None
+
+
+async def test_a_run_listing_holds_only_that_runs_entries_in_first_write_order(
+    backend: Backend,
+) -> None:
+    await _ready(backend.ledger, "a", call="call_b")
+    await asyncio.sleep(0.003)  # distinct first-write times for the Redis index
+    await _claim(backend.ledger, "b", call="call_a")
+    await asyncio.sleep(0.003)
+    await _ready(backend.ledger, "c", call="call_c")
+    await backend.ledger.claim("run-other", "call_z", query_sha256=QUERY_SHA, token="z")
+
+    entries = await backend.ledger.list_run(RUN)
+
+    assert [e.tool_call_id for e in entries] == ["call_b", "call_a", "call_c"]
+    assert [e.status for e in entries] == [
+        LedgerStatus.READY, LedgerStatus.PENDING, LedgerStatus.READY,
+    ]
+    assert await backend.ledger.list_run("run-unknown") == []
+
+
+async def test_ping_answers_when_the_store_is_up(backend: Backend) -> None:
+    await backend.ledger.ping()
+
+
+# -- expiry ------------------------------------------------------------------------------
+
+
+async def test_a_pending_claim_left_by_a_crash_expires_after_the_pending_ttl(
+    backend: Backend,
+) -> None:
+    await _claim(backend.ledger, "crashed")
+
+    await backend.advance(PENDING_TTL_S - 1)
+    assert await _claim(backend.ledger, "t2") is not None
+
+    await backend.advance(2)
+    assert await backend.ledger.get(RUN, CALL) is None
+    assert await backend.ledger.list_run(RUN) == []
+    assert await _claim(backend.ledger, "t2") is None
+
+
+async def test_ready_and_failed_entries_live_for_the_ledger_ttl(backend: Backend) -> None:
+    await _ready(backend.ledger, "t1")
+    await backend.ledger.claim(RUN, "call_f", query_sha256=QUERY_SHA, token="f")
+    await backend.ledger.fail(RUN, "call_f", token="f", query_sha256=QUERY_SHA, error_code="X")
+
+    await backend.advance(PENDING_TTL_S * 10)
+    assert len(await backend.ledger.list_run(RUN)) == 2
+
+    await backend.advance(TTL_S - PENDING_TTL_S * 10 + 1)
+    assert await backend.ledger.get(RUN, CALL) is None
+    assert await backend.ledger.get(RUN, "call_f") is None
+    assert await backend.ledger.list_run(RUN) == []
+
+
+# -- racing writers ----------------------------------------------------------------------
+
+
+async def test_exactly_one_of_many_concurrent_claims_wins(backend: Backend) -> None:
+    ledgers = [backend.new_ledger() for _ in range(4)]
+
+    outcomes = await asyncio.gather(
+        *(_claim(ledgers[i % 4], f"t{i}") for i in range(32))
+    )
+
+    assert sum(outcome is None for outcome in outcomes) == 1
+
+
+async def test_exactly_one_of_many_concurrent_completes_wins_and_its_bytes_stay(
+    backend: Backend,
+) -> None:
+    ledgers = [backend.new_ledger() for _ in range(4)]
+    bodies = [BODY.replace(b"first", f"w{i:02}".encode()) for i in range(32)]
+
+    outcomes = await asyncio.gather(
+        *(_complete(ledgers[i % 4], f"t{i}", bodies[i]) for i in range(32))
+    )
+
+    assert sum(outcomes) == 1
+    winner = outcomes.index(True)
+    entry = await backend.ledger.get(RUN, CALL)
+    assert entry is not None and entry.body == bodies[winner]
+    assert entry.result_sha256 == sha256_hex(bodies[winner])
+
+
+async def test_a_ready_entry_survives_a_storm_of_racing_writers(backend: Backend) -> None:
+    await _ready(backend.ledger, "t1")
+    ledgers = [backend.new_ledger() for _ in range(4)]
+    before = await backend.ledger.get(RUN, CALL)
+
+    async def race(i: int) -> object:
+        ledger, token = ledgers[i % 4], f"racer{i}"
+        if i % 3 == 0:
+            return await _claim(ledger, token)
+        if i % 3 == 1:
+            return await _fail(ledger, token)
+        return await _complete(ledger, token, OTHER_BODY)
+
+    outcomes = await asyncio.gather(*(race(i) for i in range(48)))
+
+    assert not any(outcome is True or outcome is None for outcome in outcomes)
+    after = await backend.ledger.get(RUN, CALL)
+    assert after == before
+
+
+async def test_racing_lookups_claim_once_and_only_the_winner_completes(backend: Backend) -> None:
+    ledgers = [backend.new_ledger() for _ in range(4)]
+
+    async def lookup(i: int) -> bool:
+        ledger, token = ledgers[i % 4], f"t{i}"
+        if await _claim(ledger, token) is not None:
+            return False
+        await asyncio.sleep(0.01)  # the py-rag call
+        return await _complete(ledger, token, BODY)
+
+    outcomes = await asyncio.gather(*(lookup(i) for i in range(16)))
+
+    assert sum(outcomes) == 1
+
+
+# -- Redis only --------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def redis_ledger(redis_client: aioredis.Redis) -> AsyncIterator[RedisLedger]:
+    ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+    yield ledger
+    await ledger.aclose()
+
+
+
+@pytest.mark.redis
+async def test_redis_keys_put_the_run_id_in_a_hash_tag(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _ready(redis_ledger)
+    await _claim(redis_ledger, call="call_x2")
+
+    keys = sorted(k.decode() if isinstance(k, bytes) else k for k in await redis_client.keys("*"))
+
+    assert keys == [
+        "lk:ledger-run:{run-42}", "lk:ledger:{run-42}:call_x1", "lk:ledger:{run-42}:call_x2",
+    ]
+    assert entry_key(RUN, CALL) == "lk:ledger:{run-42}:call_x1"
+    assert run_index_key(RUN) == "lk:ledger-run:{run-42}"
+    assert len({key_slot(k.encode()) for k in keys}) == 1
+
+
+@pytest.mark.redis
+async def test_redis_sets_the_pending_ttl_on_a_claim_and_the_ledger_ttl_on_ready(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _claim(redis_ledger)
+    pending_pttl = await redis_client.pttl(entry_key(RUN, CALL))
+    index_pttl = await redis_client.pttl(run_index_key(RUN))
+    assert PENDING_TTL_S * 1000 - 2000 < pending_pttl <= PENDING_TTL_S * 1000
+    assert PENDING_TTL_S * 1000 - 2000 < index_pttl <= PENDING_TTL_S * 1000
+
+    await _complete(redis_ledger)
+
+    for key in (entry_key(RUN, CALL), run_index_key(RUN)):
+        assert TTL_S * 1000 - 2000 < await redis_client.pttl(key) <= TTL_S * 1000
+
+
+@pytest.mark.redis
+async def test_redis_sets_the_ledger_ttl_on_failed(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _claim(redis_ledger)
+    await _fail(redis_ledger)
+
+    assert TTL_S * 1000 - 2000 < await redis_client.pttl(entry_key(RUN, CALL)) <= TTL_S * 1000
+
+
+@pytest.mark.redis
+async def test_a_new_claim_never_shortens_the_run_index_ttl(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _ready(redis_ledger)
+
+    await _claim(redis_ledger, call="call_later")
+
+    assert await redis_client.pttl(run_index_key(RUN)) > PENDING_TTL_S * 1000
+
+
+@pytest.mark.redis
+async def test_redis_stores_the_response_bytes_verbatim(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _ready(redis_ledger)
+
+    assert await redis_client.hget(entry_key(RUN, CALL), "body") == BODY
+
+
+@pytest.mark.redis
+async def test_redis_transitions_work_after_the_script_cache_is_flushed(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await _claim(redis_ledger)
+    await redis_client.script_flush()
+
+    assert await _complete(redis_ledger)
+
+
+@pytest.mark.redis
+async def test_a_foreign_value_under_a_ledger_key_is_not_served_as_evidence(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    await redis_client.hset(entry_key(RUN, CALL), mapping={"status": "DONE", "body": BODY})
+
+    with pytest.raises(LedgerUnavailable):
+        await redis_ledger.get(RUN, CALL)
+
+
+@pytest.mark.redis
+async def test_the_redis_client_fails_fast_by_configuration() -> None:
+    ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+    try:
+        kwargs = ledger._client.connection_pool.connection_kwargs
+        assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT_S <= 2
+        assert kwargs["socket_timeout"] == SOCKET_TIMEOUT_S <= 2
+    finally:
+        await ledger.aclose()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda lg: _claim(lg),
+        lambda lg: _complete(lg),
+        lambda lg: _fail(lg),
+        lambda lg: lg.get(RUN, CALL),
+        lambda lg: lg.list_run(RUN),
+        lambda lg: lg.ping(),
+    ],
+    ids=["claim", "complete", "fail", "get", "list_run", "ping"],
+)
+async def test_an_unreachable_redis_raises_ledger_unavailable_quickly(
+    operation: Callable[[RedisLedger], Awaitable[object]],
+) -> None:
+    ledger = RedisLedger.from_url(CLOSED_PORT_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+    started = time.monotonic()
+    try:
+        with pytest.raises(LedgerUnavailable) as caught:
+            await operation(ledger)
+    finally:
+        await ledger.aclose()
+
+    assert time.monotonic() - started < 2.0
+    assert caught.value.code == "LEDGER_UNAVAILABLE"
+    assert "127.0.0.1:1" not in caught.value.message
+
+
+async def test_the_memory_ledger_sweeps_expired_entries_of_other_runs() -> None:
+    clock = FakeClock()
+    ledger = MemoryLedger(ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S, clock=clock)
+    for i in range(10):
+        await ledger.claim(f"run-{i}", CALL, query_sha256=QUERY_SHA, token="t")
+
+    clock.now += PENDING_TTL_S + 61
+    await ledger.claim("run-new", CALL, query_sha256=QUERY_SHA, token="t")
+
+    assert list(ledger._runs) == ["run-new"]
