@@ -10,34 +10,28 @@ import httpx
 from fastapi import FastAPI
 
 from lookup_knowledge import __version__
+from lookup_knowledge.adapters.audit_writer import AuditWriter
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.pyrag import PyragClient
 from lookup_knowledge.api import health, lookup
 from lookup_knowledge.api import ledger as ledger_routes
+from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
 from lookup_knowledge.api.errors import install_error_handlers
-from lookup_knowledge.domain.audit import AuditRecord
 from lookup_knowledge.domain.ports import AuditPort, LedgerPort
+from lookup_knowledge.observability.http import RequestContextMiddleware
+from lookup_knowledge.observability.logs import configure_logging
+from lookup_knowledge.observability.metrics import Metrics
+from lookup_knowledge.observability.telemetry import LookupTelemetry
 from lookup_knowledge.service import LookupService
 from lookup_knowledge.settings import Settings
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_PYRAG_URL = "http://embedded-pyrag"
-
-
-class NullAudit:
-    """Audit port that keeps nothing (placeholder until the SQL audit writer is wired)."""
-
-    def submit(self, record: AuditRecord) -> None:
-        log.debug("audit row for %s/%s not stored", record.run_id, record.tool_call_id)
-
-    def spool_depth(self) -> int:
-        return 0
-
-    async def ping(self) -> None:
-        return None
+# Graceful shutdown: how long a clean stop waits for queued audit rows to be written.
+AUDIT_FLUSH_TIMEOUT_S = 10.0
 
 
 async def open_pyrag_http(settings: Settings, stack: AsyncExitStack) -> httpx.AsyncClient:
@@ -71,13 +65,20 @@ async def open_ledger(settings: Settings, stack: AsyncExitStack) -> LedgerPort:
 
 
 async def open_audit(settings: Settings, stack: AsyncExitStack) -> AuditPort:
-    return NullAudit()
+    """The writer thread starts now; closing flushes what is queued (or spools it)."""
+    writer = AuditWriter.open(
+        settings.audit_database_url.get_secret_value(), settings.audit_spool_dir
+    )
+    writer.start()
+    stack.push_async_callback(writer.aclose, AUDIT_FLUSH_TIMEOUT_S)
+    return writer
 
 
 async def open_resources(
     settings: Settings,
     stack: AsyncExitStack,
     *,
+    metrics: Metrics | None = None,
     ledger: LedgerPort | None = None,
     audit: AuditPort | None = None,
 ) -> Resources:
@@ -90,17 +91,25 @@ async def open_resources(
         mode=settings.pyrag_mode,
     )
     ledger_port = ledger or await open_ledger(settings, stack)
-    audit = audit or await open_audit(settings, stack)
+    audit_port = audit or await open_audit(settings, stack)
     service = LookupService(
         search=search,
         ledger=ledger_port,
-        audit=audit,
+        audit=audit_port,
         limits=settings.pipeline_limits,
         projection_limits=settings.projection_limits,
+        observer=LookupTelemetry(metrics),
     )
     return Resources(
-        settings=settings, search=search, ledger=ledger_port, audit=audit, service=service
+        settings=settings, search=search, ledger=ledger_port, audit=audit_port, service=service
     )
+
+
+def warn_about_open_roles(settings: Settings) -> None:
+    if not settings.lookup_tokens:
+        log.warning("LOOKUP_API_TOKENS is unset: POST /lookup_knowledge is open to anyone")
+    if not settings.ledger_tokens:
+        log.warning("LEDGER_API_TOKENS is unset: the /ledger routes are open to anyone")
 
 
 def create_app(
@@ -110,11 +119,15 @@ def create_app(
     audit: AuditPort | None = None,
 ) -> FastAPI:
     settings = settings or Settings()
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warn_about_open_roles(settings)
         async with AsyncExitStack() as stack:
-            app.state.resources = await open_resources(settings, stack, ledger=ledger, audit=audit)
+            app.state.resources = await open_resources(
+                settings, stack, metrics=metrics, ledger=ledger, audit=audit
+            )
             yield
 
     app = FastAPI(
@@ -123,9 +136,18 @@ def create_app(
         summary="Governed, verifiable knowledge-base evidence for LLM agents.",
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
-    app.include_router(lookup.router)
-    app.include_router(ledger_routes.router)
+    app.add_middleware(RequestContextMiddleware, metrics=metrics)
+    app.include_router(lookup.router, dependencies=[require(Role.LOOKUP)])
+    app.include_router(ledger_routes.router, dependencies=[require(Role.LEDGER)])
     app.include_router(health.router)
     return app
+
+
+def create_served_app() -> FastAPI:
+    """The factory `lookup-knowledge serve` hands to uvicorn (once per worker process)."""
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)

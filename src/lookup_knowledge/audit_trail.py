@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +77,19 @@ class AuditDraft:
     step_id: str | None
     started: float = field(default_factory=time.perf_counter)
     fields: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage, summed
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage; py-rag's time is also the row's `upstream_ms`."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.stages[name] = self.stages.get(name, 0.0) + elapsed
+            if name == "pyrag":
+                self.fields["upstream_ms"] = round(elapsed * 1000)
 
     def succeeded(
         self,
@@ -90,7 +105,10 @@ class AuditDraft:
             top_quality_score=lookup.top_similarity,
             candidate_count=lookup.candidate_count,
             evidence_block_count=lookup.evidence_block_count,
-            retrieval_details=retrieval_details(outcome, lookup, result, projection),
+            retrieval_details={
+                **retrieval_details(outcome, lookup, result, projection),
+                "stages_ms": _stages_ms(self.stages),
+            },
         )
 
     def replayed(self, result: RagToolResult, body: bytes, *, original_created_at: str) -> None:
@@ -106,9 +124,8 @@ class AuditDraft:
     def failed(self, error_code: str, message: str) -> None:
         self.fields.update(success=False, error_code=error_code)
         self.fields.setdefault("retrieval_details", {})["error"] = message
-
-    def upstream_took(self, started: float) -> None:
-        self.fields["upstream_ms"] = _ms_since(started)
+        if self.stages:
+            self.fields["retrieval_details"]["stages_ms"] = _stages_ms(self.stages)
 
     def finish(self) -> AuditRecord:
         self.fields.setdefault("success", False)
@@ -130,6 +147,10 @@ class AuditDraft:
             truncated=result.truncated,
             output_preview=body.decode("utf-8", errors="replace")[:OUTPUT_PREVIEW_CHARS],
         )
+
+
+def _stages_ms(stages: dict[str, float]) -> dict[str, float]:
+    return {name: round(seconds * 1000, 3) for name, seconds in stages.items()}
 
 
 def _ms_since(started: float) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,17 +26,24 @@ def _load_settings() -> Settings:
 
 def serve(_: argparse.Namespace) -> int:
     """Run the service with uvicorn on HOST:PORT with WORKERS processes."""
+    import os
+    import tempfile
+
     import uvicorn
 
     settings = _load_settings()
-    logging.basicConfig(level=settings.log_level)
+    if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Several processes: metrics are aggregated through prometheus-client's files.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lk-metrics-")
     uvicorn.run(
-        "lookup_knowledge.app:create_app",
+        "lookup_knowledge.app:create_served_app",
         factory=True,
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level.lower(),
+        log_config=None,
+        timeout_graceful_shutdown=30,
     )
     return 0
 

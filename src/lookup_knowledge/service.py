@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from lookup_knowledge.audit_trail import AuditDraft
 from lookup_knowledge.domain.contract import RagToolResult
-from lookup_knowledge.domain.errors import Conflict, LedgerUnavailable, LookupKnowledgeError
+from lookup_knowledge.domain.errors import (
+    Conflict,
+    LedgerUnavailable,
+    LookupKnowledgeError,
+    UpstreamError,
+)
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
-from lookup_knowledge.domain.ports import AuditPort, LedgerPort, SearchPort
+from lookup_knowledge.domain.ports import AuditPort, LedgerPort, LookupObserver, SearchPort
 from lookup_knowledge.pipeline.assemble import assemble
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
 from lookup_knowledge.pipeline.pack import pack_context
@@ -47,12 +51,14 @@ class LookupService:
         audit: AuditPort,
         limits: PipelineLimits,
         projection_limits: ProjectionLimits,
+        observer: LookupObserver | None = None,
     ) -> None:
         self._search = search
         self._ledger = ledger
         self._audit = audit
         self._limits = limits
         self._projection_limits = projection_limits
+        self._observer = observer
 
     async def lookup(self, command: LookupCommand) -> LookupAnswer:
         """Answer one tool call; every outcome leaves exactly one audit row."""
@@ -62,53 +68,57 @@ class LookupService:
             query=command.query,
             step_id=command.step_id,
         )
+        error_kind: str | None = None
         try:
             return await self._lookup(command, draft)
         except LookupKnowledgeError as exc:
             draft.failed(exc.code, exc.message)
+            error_kind = exc.kind if isinstance(exc, UpstreamError) else None
             raise
         except Exception as exc:
             draft.failed("INTERNAL_ERROR", repr(exc))
             raise
         finally:
-            self._submit(draft)
+            self._finish(draft, error_kind)
 
     async def _lookup(self, command: LookupCommand, draft: AuditDraft) -> LookupAnswer:
         query_sha256 = sha256_hex(command.query)
         token = uuid.uuid4().hex
-        blocking = await self._ledger.claim(
-            command.run_id, command.tool_call_id, query_sha256=query_sha256, token=token
-        )
+        with draft.stage("ledger"):
+            blocking = await self._ledger.claim(
+                command.run_id, command.tool_call_id, query_sha256=query_sha256, token=token
+            )
         if blocking is not None:
             return self._replay(blocking, query_sha256, draft)
 
         try:
-            started = time.perf_counter()
-            try:
+            with draft.stage("pyrag"):
                 outcome = await self._search.search(command.query, filters=command.filters)
-            finally:
-                draft.upstream_took(started)
-            post = postprocess(outcome.hits, limits=self._limits)
-            pack = pack_context(post.blocks, char_budget=self._limits.pack_char_budget)
-            lookup = assemble(command.query, post, pack, retrieval_trace=outcome.retrieval_trace)
-            projection = project(
-                lookup.model_dump_json(),
-                tool_call_id=command.tool_call_id,
-                limits=self._projection_limits,
-            )
+            with draft.stage("pipeline"):
+                post = postprocess(outcome.hits, limits=self._limits)
+                pack = pack_context(post.blocks, char_budget=self._limits.pack_char_budget)
+                lookup = assemble(
+                    command.query, post, pack, retrieval_trace=outcome.retrieval_trace
+                )
+                projection = project(
+                    lookup.model_dump_json(),
+                    tool_call_id=command.tool_call_id,
+                    limits=self._projection_limits,
+                )
         except Exception as exc:
             code = exc.code if isinstance(exc, LookupKnowledgeError) else "INTERNAL_ERROR"
             await self._mark_failed(command, token, query_sha256, code)
             raise
 
-        stored = await self._ledger.complete(
-            command.run_id,
-            command.tool_call_id,
-            token=token,
-            query_sha256=query_sha256,
-            body=projection.body,
-            evidence_status=projection.result.evidence_status.value,
-        )
+        with draft.stage("ledger"):
+            stored = await self._ledger.complete(
+                command.run_id,
+                command.tool_call_id,
+                token=token,
+                query_sha256=query_sha256,
+                body=projection.body,
+                evidence_status=projection.result.evidence_status.value,
+            )
         if not stored:
             raise Conflict(
                 "another call with the same run_id and tool_call_id completed first",
@@ -157,8 +167,18 @@ class LookupService:
                 "ledger FAILED mark not written for %s/%s", command.run_id, command.tool_call_id
             )
 
-    def _submit(self, draft: AuditDraft) -> None:
+    def _finish(self, draft: AuditDraft, error_kind: str | None) -> None:
+        """Queue the audit row and tell the observer; neither may fail the lookup."""
+        record = draft.finish()
         try:
-            self._audit.submit(draft.finish())
-        except Exception:  # auditing never fails a lookup
+            with draft.stage("audit"):
+                self._audit.submit(record)
+        except Exception:
             log.exception("audit row could not be queued")
+        if self._observer is not None:
+            try:
+                self._observer.lookup_finished(
+                    record, stages=draft.stages, error_kind=error_kind
+                )
+            except Exception:
+                log.exception("lookup telemetry failed")

@@ -81,6 +81,10 @@ async def test_py_rag_levels_and_unknown_fields_are_ignored(client: PyragClient)
     ("hit_fields", "key"),
     [
         ({"evidence_key": None, "chunk_index": 3}, "a#chunk-3"),
+        ({"evidence_key": None, "chunk_index": 0}, "a#chunk-0"),
+        ({"evidence_key": None, "chunk_index": 2.0}, "a#chunk-2"),
+        ({"evidence_key": None, "chunk_index": -1}, "a"),
+        ({"evidence_key": None, "chunk_index": True}, "a"),
         ({"evidence_key": "", "chunk_index": 3}, "a#chunk-3"),
         ({"evidence_key": "  "}, "a"),
         ({"evidence_key": None, "chunk_index": "3"}, "a"),

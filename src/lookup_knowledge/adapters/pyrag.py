@@ -66,8 +66,10 @@ class PyragClient:
         return to_outcome(raw)
 
     async def ping(self) -> None:
+        """Reachability for /readyz: any answer below 500 on the health path counts (a py-rag
+        without that path still answers, with 404)."""
         response = await self._send("GET", HEALTH_PATH)
-        if not response.is_success:
+        if response.status_code >= 500:
             raise UpstreamError(
                 f"py-rag health answered HTTP {response.status_code}", kind="status"
             )
@@ -109,8 +111,8 @@ def to_hit(item: Any, *, rank: int) -> KnowledgeSearchHit | None:
     document_id = _text(item.get("document_id"))
     key = _text(item.get("evidence_key"))
     if key is None and document_id is not None:
-        chunk = item.get("chunk_index")
-        key = f"{document_id}#chunk-{int(chunk)}" if _is_index(chunk) else document_id
+        chunk = _index(item.get("chunk_index"))
+        key = document_id if chunk is None else f"{document_id}#chunk-{chunk}"
     if key is None or excerpt is None:
         return None
     match = _CHUNK_SUFFIX.search(key)
@@ -141,12 +143,13 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _is_index(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, float) and value.is_integer() and value >= 0
+def _index(value: Any) -> int | None:
+    """A numeric, non-negative, whole chunk index; anything else is absent."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def _score(value: Any) -> float:

@@ -26,10 +26,17 @@ _HTTP_CODES = {
 }
 
 
-def envelope(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+def envelope(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
         status_code=status,
         content={"error": {"code": code, "message": message, "details": details}},
+        headers=headers,
     )
 
 
@@ -37,7 +44,7 @@ async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LookupKnowledgeError)
     if exc.status_code >= 500:
         log.warning("lookup failed: %s %s", exc.code, exc.message)
-    return envelope(exc.status_code, exc.code, exc.message, exc.details)
+    return envelope(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

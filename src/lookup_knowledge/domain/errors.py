@@ -21,6 +21,7 @@ from typing import Any
 class LookupKnowledgeError(Exception):
     status_code = 500
     code = "INTERNAL_ERROR"
+    headers: dict[str, str] | None = None
 
     def __init__(self, message: str, *, details: Any = None) -> None:
         super().__init__(message)
@@ -40,6 +41,7 @@ class InvalidRequest(LookupKnowledgeError):
 class Unauthorized(LookupKnowledgeError):
     status_code = 401
     code = "UNAUTHORIZED"
+    headers: dict[str, str] | None = {"WWW-Authenticate": "Bearer"}  # noqa: RUF012
 
 
 class Forbidden(LookupKnowledgeError):

@@ -77,3 +77,11 @@ class AuditPort(Protocol):
     async def ping(self) -> None:
         """SELECT 1 against the database; raises on failure (for /readyz)."""
         ...
+
+
+class LookupObserver(Protocol):
+    """Told about every finished lookup (metrics, the structured log line)."""
+
+    def lookup_finished(
+        self, record: AuditRecord, *, stages: Mapping[str, float], error_kind: str | None
+    ) -> None: ...

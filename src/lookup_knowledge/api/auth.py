@@ -1,0 +1,67 @@
+"""Bearer-token auth with two roles (SPEC 7): `lookup` for agents, `ledger` for EvidenceGuard.
+
+A role whose token list is unset is open (the app warns at start-up). A valid token of the
+other role is 403, anything else 401. Every configured token is compared in constant time,
+all of them every time, so timing tells nothing about which one nearly matched.
+"""
+
+from __future__ import annotations
+
+import hmac
+from enum import StrEnum
+
+from fastapi import Depends, Request
+from fastapi.params import Depends as DependsParam
+
+from lookup_knowledge.api.deps import SettingsDep
+from lookup_knowledge.domain.errors import Forbidden, Unauthorized
+from lookup_knowledge.settings import Settings
+
+
+class Role(StrEnum):
+    LOOKUP = "lookup"
+    LEDGER = "ledger"
+
+
+def tokens_for(settings: Settings, role: Role) -> tuple[str, ...]:
+    return settings.lookup_tokens if role is Role.LOOKUP else settings.ledger_tokens
+
+
+def _matches(presented: str, tokens: tuple[str, ...]) -> bool:
+    given = presented.encode()
+    found = False
+    for token in tokens:
+        found |= hmac.compare_digest(given, token.encode())
+    return found
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def authorize(settings: Settings, role: Role, presented: str | None) -> None:
+    """Raise Unauthorized / Forbidden unless `presented` is a token of `role` (or it is open)."""
+    allowed = tokens_for(settings, role)
+    if not allowed:
+        return
+    if presented is None:
+        raise Unauthorized(f"a bearer token of the {role} role is required")
+    if _matches(presented, allowed):
+        return
+    other = Role.LEDGER if role is Role.LOOKUP else Role.LOOKUP
+    if _matches(presented, tokens_for(settings, other)):
+        raise Forbidden(f"this token is not valid for the {role} role")
+    raise Unauthorized("the bearer token is not valid")
+
+
+def require(role: Role) -> DependsParam:
+    """A route dependency enforcing `role`."""
+
+    def dependency(request: Request, settings: SettingsDep) -> None:
+        authorize(settings, role, bearer_token(request))
+
+    marker: DependsParam = Depends(dependency)
+    return marker

@@ -1,0 +1,1 @@
+"""Metrics, structured logs and request ids: what an operator watches."""

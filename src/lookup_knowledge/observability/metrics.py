@@ -1,0 +1,104 @@
+"""Prometheus metrics, built per app (never at import).
+
+Per process by default. With several workers, `lookup-knowledge serve` points
+PROMETHEUS_MULTIPROC_DIR at a fresh directory so that /metrics aggregates every worker
+(prometheus-client's multiprocess mode).
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from lookup_knowledge.domain.audit import AuditRecord
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+STAGES = ("pyrag", "pipeline", "ledger", "audit")
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.http_requests = Counter(
+            "lk_http_requests", "HTTP requests by route and status",
+            ["method", "route", "status"], registry=r,
+        )
+        self.http_latency = Histogram(
+            "lk_http_request_duration_seconds", "HTTP request latency by route",
+            ["method", "route"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.lookup_latency = Histogram(
+            "lk_lookup_duration_seconds", "Whole lookup latency", buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.stage_latency = Histogram(
+            "lk_lookup_stage_duration_seconds", "Lookup latency per stage",
+            ["stage"], buckets=LATENCY_BUCKETS, registry=r,
+        )
+        self.lookups = Counter(
+            "lk_lookups", "Lookups by outcome (ok or the error code)", ["outcome"], registry=r,
+        )
+        self.evidence_status = Counter(
+            "lk_lookup_evidence_status", "Answered lookups by evidence_status",
+            ["evidence_status"], registry=r,
+        )
+        self.relevance_level = Counter(
+            "lk_lookup_relevance_level", "Answered lookups by relevance_level (NONE if absent)",
+            ["relevance_level"], registry=r,
+        )
+        self.truncated = Counter(
+            "lk_lookup_truncated", "Answered lookups by truncated flag", ["truncated"], registry=r,
+        )
+        self.pyrag_errors = Counter(
+            "lk_pyrag_errors", "py-rag failures by kind", ["kind"], registry=r,
+        )
+        self.ledger_conflicts = Counter(
+            "lk_ledger_conflicts", "Lookups refused with 409 CONFLICT", registry=r,
+        )
+        self.ledger_replays = Counter(
+            "lk_ledger_replays", "Lookups answered from the ledger (replays)", registry=r,
+        )
+        self.audit_spool_depth = Gauge(
+            "lk_audit_spool_depth", "Audit rows waiting in the local spool",
+            registry=r, multiprocess_mode="livemax",
+        )
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.http_requests.labels(method, route, str(status)).inc()
+        self.http_latency.labels(method, route).observe(seconds)
+
+    def observe_lookup(
+        self, record: AuditRecord, stages: dict[str, float], error_kind: str | None
+    ) -> None:
+        self.lookup_latency.observe(record.duration_ms / 1000)
+        for stage, seconds in stages.items():
+            self.stage_latency.labels(stage).observe(seconds)
+        self.lookups.labels("ok" if record.success else (record.error_code or "error")).inc()
+        if record.success:
+            self.evidence_status.labels(record.evidence_status or "UNKNOWN").inc()
+            self.relevance_level.labels(record.relevance_level or "NONE").inc()
+            self.truncated.labels("true" if record.truncated else "false").inc()
+        if record.replayed:
+            self.ledger_replays.inc()
+        if record.error_code == "CONFLICT":
+            self.ledger_conflicts.inc()
+        if error_kind is not None:
+            self.pyrag_errors.labels(error_kind).inc()
+
+    def render(self, *, spool_depth: int) -> bytes:
+        """The exposition text; aggregates all workers in multiprocess mode."""
+        self.audit_spool_depth.set(spool_depth)
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry)
+        return generate_latest(self.registry)
