@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.set_defaults(delegate="lookup_knowledge.guard")
 
+    evaluate = commands.add_parser(
+        "eval", help="retrieval and pipeline evaluation over the golden cases", add_help=False
+    )
+    evaluate.set_defaults(delegate="lookup_knowledge.evaluation.cli")
+
     audit = commands.add_parser("audit", help="read the tool_invocation audit table")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)
     show = audit_commands.add_parser("show", help="a run's calls", add_help=False)
