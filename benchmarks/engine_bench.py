@@ -1,0 +1,154 @@
+"""Benchmark of the embedded py-rag engine: cold start-up indexing and query latency.
+
+    python benchmarks/engine_bench.py                    # bundled KB, best available segmenter
+    python benchmarks/engine_bench.py --segmenter jieba  # force pure-Python jieba
+    python benchmarks/engine_bench.py --docs DIR --rounds 50
+
+Start-up is measured cold, in this process, from before the engine is imported to a built
+index (imports, Chinese segmenter initialisation, Markdown parsing, BM25 indexing); run it in
+a fresh process for honest figures. Query latency is measured both on the index directly and
+through the HTTP app over `httpx.ASGITransport`, as the service calls it in embedded mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# (query, fragment of the runbook path expected first); None = no evidence expected.
+QUERIES: list[tuple[str, str | None]] = [
+    ("网关超时怎么排查", "gateway-timeout"),
+    ("redis memory usage high", "redis-memory"),
+    ("nginx 504 upstream timed out", "gateway-timeout"),
+    ("gateway timeout", "gateway-timeout"),
+    ("redis 内存过高", "redis-memory"),
+    ("429 too many requests", "rate-limiting"),
+    ("接口被限流了", "rate-limiting"),
+    ("NTP 时间不同步", "clock-skew"),
+    ("磁盘满了怎么办", "disk-full"),
+    ("disk full no space left on device", "disk-full"),
+    ("CPU 使用率高", "high-cpu"),
+    ("long gc pause", "gc-pauses"),
+    ("kafka consumer lag growing", "kafka-consumer-lag"),
+    ("kafka 消费积压", "kafka-consumer-lag"),
+    ("pod 一直重启 CrashLoopBackOff", "crashloopbackoff"),
+    ("container killed OOMKilled exit code 137", "oomkilled"),
+    ("容器内存超限被杀", "oomkilled"),
+    ("rabbitmq queue backlog", "rabbitmq"),
+    ("mysql 主从延迟", "replication-lag"),
+    ("mysql slow query", "slow-query"),
+    ("慢 SQL 排查", "slow-query"),
+    ("域名解析失败", "dns"),
+    ("健康检查失败", "lb-health-check"),
+    ("redis 慢日志", "redis-latency"),
+    ("elasticsearch cluster red unassigned shards", "elasticsearch"),
+    ("证书过期", "tls-cert"),
+    ("数据库连接池耗尽", "connection-pool"),
+    ("upstream sent too big header", "nginx-proxy"),
+    ("qwzx plorf vindle", None),
+    ("how to bake sourdough bread", None),
+]
+
+
+def _percentile(samples: list[float], pct: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=Path, default=None, help="docs dir (default: bundled KB)")
+    parser.add_argument("--rounds", type=int, default=20, help="passes over the query set")
+    parser.add_argument("--segmenter", choices=["auto", "jieba"], default="auto")
+    args = parser.parse_args()
+    if args.segmenter == "jieba":
+        sys.modules["rjieba"] = None  # type: ignore[assignment]  # makes `import rjieba` fail
+
+    t0 = time.perf_counter()
+    from lookup_knowledge.engine import create_engine_app, tokenize
+    from lookup_knowledge.engine.corpus import load_documents
+    from lookup_knowledge.engine.index import KnowledgeIndex
+
+    t1 = time.perf_counter()
+    segmenter = tokenize.segmenter_name()
+    t2 = time.perf_counter()
+    documents = load_documents(args.docs)
+    t3 = time.perf_counter()
+    index = KnowledgeIndex(documents)
+    t4 = time.perf_counter()
+    app = create_engine_app(args.docs)  # the factory as the service calls it (warm imports)
+    t5 = time.perf_counter()
+
+    print(f"corpus: {len(documents)} documents, {index.chunk_count} chunks; segmenter {segmenter}")
+    print("start-up (cold, this process):")
+    print(f"  imports (fastapi, bm25s, numpy/scipy)  {_ms(t1 - t0)}")
+    print(f"  segmenter init                         {_ms(t2 - t1)}")
+    print(f"  parse + chunk Markdown                 {_ms(t3 - t2)}")
+    print(f"  tokenize + BM25 index                  {_ms(t4 - t3)}")
+    print(f"  index build incl. tokenizer init       {_ms(t4 - t1)}")
+    print(f"  total from cold import                 {_ms(t4 - t0)}")
+    print(f"  create_engine_app() once warm          {_ms(t5 - t4)}")
+
+    for query, _ in QUERIES:  # warm-up
+        index.search(query, top_k=20)
+    direct: list[float] = []
+    for _ in range(args.rounds):
+        for query, _ in QUERIES:
+            started = time.perf_counter()
+            index.search(query, top_k=20)
+            direct.append(time.perf_counter() - started)
+    http = asyncio.run(_http_latencies(app, args.rounds))
+
+    print(f"query latency over {len(direct)} searches ({len(QUERIES)} queries x {args.rounds}):")
+    print(
+        f"  index.search   p50 {_ms(_percentile(direct, 50))}  p95 {_ms(_percentile(direct, 95))}"
+    )
+    print(f"  HTTP (ASGI)    p50 {_ms(_percentile(http, 50))}  p95 {_ms(_percentile(http, 95))}")
+    print(f"  index.search   mean {_ms(statistics.fmean(direct))}  max {_ms(max(direct))}")
+
+    if args.docs is None:
+        _print_answers(index)
+
+
+async def _http_latencies(app: Any, rounds: int) -> list[float]:
+    import httpx
+
+    samples: list[float] = []
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engine") as client:
+        for _ in range(rounds):
+            for query, _ in QUERIES:
+                started = time.perf_counter()
+                response = await client.post(
+                    "/api/v1/search", json={"query": query, "top_k": 20, "mode": "hybrid"}
+                )
+                response.raise_for_status()
+                samples.append(time.perf_counter() - started)
+    return samples
+
+
+def _print_answers(index: Any) -> None:
+    """Which runbook comes first for each query (a quick look at retrieval quality)."""
+    correct = 0
+    print("answers (first hit, quality):")
+    for query, expected in QUERIES:
+        hits = index.search(query, top_k=5).hits
+        first = hits[0].chunk.source if hits else "no_evidence"
+        quality = f"{hits[0].quality_score:.2f}" if hits else "  - "
+        ok = (expected is None and not hits) or (expected is not None and expected in first)
+        correct += ok
+        print(f"  {'ok ' if ok else 'MISS'} {quality}  {query!r} -> {first}")
+    print(f"first hit as expected: {correct}/{len(QUERIES)}")
+
+
+if __name__ == "__main__":
+    main()

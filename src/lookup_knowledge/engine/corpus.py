@@ -1,0 +1,52 @@
+"""Find and parse the Markdown files of a docs folder, or of the bundled knowledge base."""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Iterator
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+from lookup_knowledge.engine.markdown import DEFAULT_MAX_CHUNK_CHARS, Document, parse_document
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+class KnowledgeBaseError(RuntimeError):
+    """The docs folder is missing, is not a folder, or holds nothing to index."""
+
+
+def bundled_kb() -> Traversable:
+    """The knowledge base shipped as package data (works from a non-editable install)."""
+    return importlib.resources.files("lookup_knowledge.engine").joinpath("kb")
+
+
+def load_documents(
+    docs_dir: Path | Traversable | None = None, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS
+) -> list[Document]:
+    """Parse every Markdown file under `docs_dir` (default: the bundled KB), sorted by path."""
+    root = bundled_kb() if docs_dir is None else docs_dir
+    if not root.is_dir():
+        raise KnowledgeBaseError(f"docs dir {root} does not exist or is not a directory")
+    documents = [
+        parse_document(source, root_file.read_bytes(), max_chars=max_chars)
+        for source, root_file in sorted(_markdown_files(root, ()), key=lambda item: item[0])
+    ]
+    if not documents:
+        raise KnowledgeBaseError(f"docs dir {root} contains no Markdown (*.md) files")
+    if not any(document.chunks for document in documents):
+        raise KnowledgeBaseError(f"the Markdown files under {root} contain no text to index")
+    return documents
+
+
+def _markdown_files(
+    folder: Traversable, parts: tuple[str, ...]
+) -> Iterator[tuple[str, Traversable]]:
+    """Yield (posix path relative to the root, file) for Markdown files; skips dot-entries."""
+    for entry in folder.iterdir():
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            yield from _markdown_files(entry, (*parts, entry.name))
+        elif entry.is_file() and entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            yield "/".join((*parts, entry.name)), entry

@@ -1,0 +1,260 @@
+"""Markdown-aware chunking: one document in, heading-scoped chunks with stable ids out.
+
+A file is split at its ATX headings (`#` .. `######`, never inside a fenced code block).
+Each heading section becomes one or more chunks whose `breadcrumb` is the heading path
+`Title > Section > Subsection`; the first `# H1` is the title (else front matter `title`,
+else the file name). A section longer than `max_chars` is split on paragraph boundaries,
+then sentence boundaries, and only as a last resort mid-sentence; a fenced code block stays
+whole when it fits and is otherwise split by lines, each piece re-fenced.
+
+Ids are stable because citations outlive the process: `document_id` is a slug of the
+relative path plus a short hash of the path, the file's bytes and the chunking rules
+(`CHUNKING_VERSION`, `max_chars`), so an unchanged file keeps its ids across restarts and
+re-indexes, and an edit gives it new ones (an old citation then points at nothing rather
+than at different text). `evidence_key` is
+`f"{document_id}#chunk-{n}"`, `n` counting the file's chunks from 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+DEFAULT_MAX_CHUNK_CHARS = 800
+# Part of every document id: bump it when a change to the chunking rules would put different
+# text under an existing `document_id#chunk-n`, so old citations cannot point at new text.
+CHUNKING_VERSION = 1
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A sentence ends at CJK end punctuation, or at Latin end punctuation followed by a space.
+_SENTENCE = re.compile(r".*?(?:[。！？；]+|[.!?;]+(?=\s)|$)\s*", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable unit: a heading section, or a bounded piece of one."""
+
+    document_id: str
+    index: int
+    source: str
+    title: str
+    breadcrumb: str
+    content: str
+
+    @property
+    def evidence_key(self) -> str:
+        return f"{self.document_id}#chunk-{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed Markdown file: its metadata and its chunks in reading order."""
+
+    document_id: str
+    source: str
+    title: str
+    category: str
+    front_matter: Mapping[str, str] = field(default_factory=dict)
+    chunks: tuple[Chunk, ...] = ()
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return _split_list(self.front_matter.get("tags", ""))
+
+    def matches(self, key: str, value: str) -> bool:
+        """Whether the filter `key=value` holds (case-insensitive; `tags`/`tag` test membership)."""
+        key, wanted = key.strip().lower(), value.strip().casefold()
+        if key == "category":
+            return self.category.casefold() == wanted
+        if key in ("tags", "tag"):
+            return wanted in {tag.casefold() for tag in self.tags}
+        actual = self.front_matter.get(key)
+        return actual is not None and actual.strip().casefold() == wanted
+
+
+def parse_document(
+    source: str, raw: bytes, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS
+) -> Document:
+    """Chunk one Markdown file; `source` is its posix path relative to the docs root."""
+    if max_chars < 40:
+        raise ValueError("max_chars must be at least 40")
+    text = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    front_matter, body = split_front_matter(text)
+    path = PurePosixPath(source)
+    document_id = make_document_id(source, raw, max_chars=max_chars)
+    title = _first_h1(body) or front_matter.get("title", "").strip() or path.name.split(".")[0]
+    category = front_matter.get("category", "").strip() or (
+        path.parts[0] if len(path.parts) > 1 else ""
+    )
+    chunks: list[Chunk] = []
+    for heading_path, section in _sections(body, title):
+        breadcrumb = " > ".join([title, *heading_path])
+        for piece in _bound(section, max_chars):
+            chunks.append(Chunk(document_id, len(chunks), source, title, breadcrumb, piece))
+    return Document(document_id, source, title, category, front_matter, tuple(chunks))
+
+
+def make_document_id(source: str, raw: bytes, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS) -> str:
+    """Readable slug of the path plus a hash of path, bytes and chunking rules."""
+    normalized = unicodedata.normalize("NFKC", source).lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", normalized).strip("-") or "doc"
+    rules = f"chunking-v{CHUNKING_VERSION}:{max_chars}"
+    digest = hashlib.sha256(f"{rules}\0{source}\0".encode() + raw).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def split_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split `---`-delimited `key: value` front matter from the body; none → ({}, text)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            meta: dict[str, str] = {}
+            for line in lines[1:end]:
+                key, sep, value = line.partition(":")
+                if sep and key.strip():
+                    meta[key.strip().lower()] = value.strip().strip("'\"")
+            return meta, "\n".join(lines[end + 1 :])
+    return {}, text
+
+
+def _split_list(value: str) -> tuple[str, ...]:
+    items = value.strip().removeprefix("[").removesuffix("]").split(",")
+    return tuple(item.strip().strip("'\"") for item in items if item.strip().strip("'\""))
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    match = _HEADING.match(line)
+    if match is None or not match.group(2).strip():
+        return None
+    return len(match.group(1)), " ".join(match.group(2).split())
+
+
+def _fenced_lines(body: str) -> Iterator[tuple[str, bool]]:
+    """Yield each line with whether it is inside (or delimits) a fenced code block."""
+    fence: str | None = None
+    for line in body.split("\n"):
+        match = _FENCE.match(line)
+        if fence is None:
+            if match:
+                fence = match.group(1)
+                yield line, True
+                continue
+            yield line, False
+        else:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            yield line, True
+
+
+def _first_h1(body: str) -> str | None:
+    for line, in_code in _fenced_lines(body):
+        heading = None if in_code else _heading(line)
+        if heading and heading[0] == 1:
+            return heading[1]
+    return None
+
+
+def _sections(body: str, title: str) -> list[tuple[list[str], str]]:
+    """(heading path below the title, section text) for every section that has text."""
+    sections: list[tuple[list[str], str]] = []
+    stack: list[tuple[int, str]] = []
+    lines: list[str] = []
+    title_seen = False
+    for line, in_code in _fenced_lines(body):
+        heading = None if in_code else _heading(line)
+        if heading is None:
+            lines.append(line)
+            continue
+        sections.append(([name for _, name in stack], "\n".join(lines)))
+        lines = []
+        level, name = heading
+        if level == 1 and name == title and not title_seen:
+            title_seen = True  # the title heading is the breadcrumb root, not a path element
+            stack.clear()
+            continue
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, name))
+    sections.append(([name for _, name in stack], "\n".join(lines)))
+    return [(path, text.strip("\n")) for path, text in sections if text.strip()]
+
+
+def _blocks(section: str) -> list[str]:
+    """Paragraphs separated by blank lines, with each fenced code block kept as one block."""
+    blocks: list[str] = []
+    current: list[str] = []
+    current_is_code = False
+    for line, in_code in _fenced_lines(section):
+        if in_code != current_is_code or (not in_code and not line.strip()):
+            if any(item.strip() for item in current):
+                blocks.append("\n".join(current).strip("\n"))
+            current = []
+            current_is_code = in_code
+            if not in_code and not line.strip():
+                continue
+        current.append(line)
+    if any(item.strip() for item in current):
+        blocks.append("\n".join(current).strip("\n"))
+    return blocks
+
+
+def _bound(section: str, max_chars: int) -> list[str]:
+    """Split a section into pieces of at most `max_chars`, on the coarsest boundary that fits."""
+    if len(section) <= max_chars:
+        return [section.strip()]
+    units: list[str] = []
+    for block in _blocks(section):
+        if len(block) <= max_chars:
+            units.append(block)
+        elif _FENCE.match(block):
+            units.extend(_split_code(block, max_chars))
+        else:
+            units.extend(_split_prose(block, max_chars))
+    return _pack(units, max_chars, "\n\n")
+
+
+def _split_prose(paragraph: str, max_chars: int) -> list[str]:
+    # A sentence longer than a whole chunk has no better boundary left: cut it.
+    pieces = [cut for s in _SENTENCE.findall(paragraph) if s for cut in _cut(s, max_chars)]
+    return [piece.strip() for piece in _pack(pieces, max_chars, "") if piece.strip()]
+
+
+def _split_code(block: str, max_chars: int) -> list[str]:
+    lines = block.split("\n")
+    fence = _FENCE.match(lines[0])
+    closed = len(lines) > 1 and _FENCE.match(lines[-1]) is not None
+    opening = lines[0]
+    closing = lines[-1] if closed else (fence.group(1) if fence else "```")
+    inner = lines[1:-1] if closed else lines[1:]
+    room = max(1, max_chars - len(opening) - len(closing) - 2)
+    pieces = [cut for line in inner for cut in (_cut(line, room) or [""])]
+    return [f"{opening}\n{body}\n{closing}" for body in _pack(pieces, room, "\n")]
+
+
+def _cut(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _pack(units: list[str], max_chars: int, joiner: str) -> list[str]:
+    """Greedily join units into pieces of about equal size, none over `max_chars`."""
+    total = sum(len(unit) for unit in units) + len(joiner) * max(0, len(units) - 1)
+    target = total / max(1, -(-total // max_chars))  # equal shares of the fewest pieces
+    pieces: list[str] = []
+    current = ""
+    for unit in units:
+        candidate = f"{current}{joiner}{unit}" if current else unit
+        if current and (len(candidate) > max_chars or len(current) >= target):
+            pieces.append(current)
+            current = unit
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return pieces

@@ -1,0 +1,59 @@
+"""Finding the Markdown files of a docs folder or of the bundled knowledge base."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lookup_knowledge.engine.corpus import KnowledgeBaseError, bundled_kb, load_documents
+
+WriteDocs = Callable[[dict[str, str]], Path]
+
+
+def test_a_missing_docs_dir_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(KnowledgeBaseError, match="does not exist"):
+        load_documents(tmp_path / "nope")
+
+
+def test_a_file_instead_of_a_folder_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+
+    with pytest.raises(KnowledgeBaseError, match="not a directory"):
+        load_documents(tmp_path / "a.md")
+
+
+def test_a_folder_without_markdown_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not markdown", encoding="utf-8")
+
+    with pytest.raises(KnowledgeBaseError, match="no Markdown"):
+        load_documents(tmp_path)
+
+
+def test_markdown_without_any_text_is_a_clear_error(write_docs: WriteDocs) -> None:
+    docs = write_docs({"empty.md": "---\ncategory: x\n---\n# Title only\n"})
+
+    with pytest.raises(KnowledgeBaseError, match="no text"):
+        load_documents(docs)
+
+
+def test_dot_folders_and_other_files_are_skipped(write_docs: WriteDocs) -> None:
+    docs = write_docs(
+        {
+            "a.md": "# A\n\ntext\n",
+            "deep/er/b.MARKDOWN": "# B\n\ntext\n",
+            ".git/c.md": "# C\n\ntext\n",
+            "d.txt": "text",
+        }
+    )
+
+    assert [d.source for d in load_documents(docs)] == ["a.md", "deep/er/b.MARKDOWN"]
+
+
+def test_the_bundled_knowledge_base_is_found_as_package_data() -> None:
+    assert bundled_kb().is_dir()
+    documents = load_documents()
+
+    assert documents
+    assert all(d.source.endswith(".md") and "/" in d.source for d in documents)
