@@ -44,7 +44,8 @@ def running_service(
     """Start `lookup-knowledge ARGS` with a clean environment; yield its base URL when ready."""
     clean = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "SYSTEMROOT"}}
     clean.update(env)
-    log = (cwd / "service.log").open("wb")
+    log_path = cwd / f"service-{port}.log"
+    log = log_path.open("wb")
     process = subprocess.Popen(
         console_script() + args, cwd=cwd, env=clean, stdout=log, stderr=subprocess.STDOUT
     )
@@ -55,7 +56,7 @@ def running_service(
             if process.poll() is not None:
                 raise AssertionError(
                     f"service exited with {process.returncode}: "
-                    + (cwd / "service.log").read_text(errors="replace")
+                    + log_path.read_text(errors="replace")
                 )
             try:
                 if httpx.get(base + ready_path, timeout=1).status_code == 200:
@@ -64,8 +65,7 @@ def running_service(
                 pass
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    "service did not become ready: "
-                    + (cwd / "service.log").read_text(errors="replace")
+                    "service did not become ready: " + log_path.read_text(errors="replace")
                 )
             time.sleep(0.1)
         yield base

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+
 from builders import pyrag_body, raw_hit
 from support import PYRAG_SEARCH_URL, PYRAG_TEST_URL, OpenClient, RecordingAudit
 
@@ -44,15 +45,20 @@ def bearer(token: str) -> dict[str, str]:
     ],
 )
 async def test_the_auth_matrix(
-    open_client: OpenClient, method: str, path: str, headers: dict[str, str], status: int,
+    open_client: OpenClient,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    status: int,
     code: str | None,
 ) -> None:
     async with open_client(audit=RecordingAudit(), **AUTH) as client:
         with respx.mock(assert_all_called=False) as mock:
             mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("a#chunk-0")]))
             mock.get(f"{PYRAG_TEST_URL}/api/v1/health").respond(200, json={"status": "ok"})
-            response = await client.request(method, path, headers=headers,
-                                             json=BODY if method == "POST" else None)
+            response = await client.request(
+                method, path, headers=headers, json=BODY if method == "POST" else None
+            )
     assert response.status_code == status, response.text
     if code is not None:
         assert response.json()["error"]["code"] == code
@@ -86,8 +92,9 @@ class DownLedger:
         raise LedgerUnavailable("the evidence ledger is unreachable")
 
 
-async def _readyz(open_client: OpenClient, pyrag: httpx.Response | Exception,
-                  **kwargs: Any) -> httpx.Response:
+async def _readyz(
+    open_client: OpenClient, pyrag: httpx.Response | Exception, **kwargs: Any
+) -> httpx.Response:
     async with open_client(**kwargs) as client, respx.mock() as mock:
         route = mock.get(f"{PYRAG_TEST_URL}/api/v1/health")
         if isinstance(pyrag, Exception):
@@ -103,7 +110,10 @@ async def test_readyz_is_200_when_every_dependency_is_up(open_client: OpenClient
     body = response.json()
     assert body["status"] == "ready"
     assert {name: c["status"] for name, c in body["checks"].items()} == {
-        "ledger": "up", "audit": "up", "pyrag": "up"}
+        "ledger": "up",
+        "audit": "up",
+        "pyrag": "up",
+    }
     assert all(c["latency_ms"] >= 0 for c in body["checks"].values())
     assert body["checks"]["ledger"]["backend"] == "memory"
 
@@ -123,16 +133,18 @@ async def test_readyz_names_a_failing_py_rag(open_client: OpenClient) -> None:
 
 
 async def test_readyz_names_an_unreachable_ledger(open_client: OpenClient) -> None:
-    response = await _readyz(open_client, httpx.Response(200), audit=RecordingAudit(),
-                             ledger=DownLedger())  # type: ignore[arg-type]
+    response = await _readyz(
+        open_client, httpx.Response(200), audit=RecordingAudit(), ledger=DownLedger()
+    )  # type: ignore[arg-type]
     assert response.status_code == 503
     assert response.json()["checks"]["ledger"]["status"] == "down"
 
 
 @pytest.mark.redis
 async def test_readyz_names_an_unreachable_redis(open_client: OpenClient) -> None:
-    response = await _readyz(open_client, httpx.Response(200), audit=RecordingAudit(),
-                             redis_url="redis://127.0.0.1:1/0")
+    response = await _readyz(
+        open_client, httpx.Response(200), audit=RecordingAudit(), redis_url="redis://127.0.0.1:1/0"
+    )
     assert response.status_code == 503
     ledger = response.json()["checks"]["ledger"]
     assert (ledger["status"], ledger["backend"]) == ("down", "redis")
@@ -151,8 +163,9 @@ async def test_readyz_names_the_audit_when_neither_database_nor_spool_is_usable(
 ) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
-    response = await _readyz(open_client, httpx.Response(200), audit=DownAudit(),
-                             audit_spool_dir=blocked / "spool")
+    response = await _readyz(
+        open_client, httpx.Response(200), audit=DownAudit(), audit_spool_dir=blocked / "spool"
+    )
     assert response.status_code == 503
     assert response.json()["checks"]["audit"]["status"] == "down"
 
@@ -179,17 +192,20 @@ def _sample(text: str, name: str, **labels: str) -> float:
 
 async def test_metrics_are_present_and_move_after_lookups(open_client: OpenClient) -> None:
     async with open_client(audit=RecordingAudit()) as client, respx.mock() as mock:
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=[
-            httpx.Response(200, json=pyrag_body([raw_hit("a#chunk-0", 0.9)])),
-            httpx.Response(200, json=pyrag_body([])),
-            httpx.Response(500),
-        ])
+        mock.post(PYRAG_SEARCH_URL).mock(
+            side_effect=[
+                httpx.Response(200, json=pyrag_body([raw_hit("a#chunk-0", 0.9)])),
+                httpx.Response(200, json=pyrag_body([])),
+                httpx.Response(500),
+            ]
+        )
         before = (await client.get("/metrics")).text
         for call in ("c1", "c2", "c3"):
             await client.post("/lookup_knowledge", json={**BODY, "tool_call_id": call})
         await client.post("/lookup_knowledge", json={**BODY, "tool_call_id": "c1"})  # replay
-        await client.post("/lookup_knowledge", json={**BODY, "tool_call_id": "c1",
-                                                      "query": "other"})  # conflict
+        await client.post(
+            "/lookup_knowledge", json={**BODY, "tool_call_id": "c1", "query": "other"}
+        )  # conflict
         after = (await client.get("/metrics")).text
 
     assert _sample(before, "lk_lookups_total") == 0
@@ -230,8 +246,9 @@ async def test_one_structured_line_per_lookup_carries_ids_and_no_query_text_at_i
     caplog.set_level(logging.INFO, logger="lookup_knowledge.lookup")
     async with open_client(audit=RecordingAudit()) as client, respx.mock() as mock:
         mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("a#chunk-0", 0.9)]))
-        response = await client.post("/lookup_knowledge", json=BODY,
-                                     headers={"X-Request-ID": "req-lookup-1"})
+        response = await client.post(
+            "/lookup_knowledge", json=BODY, headers={"X-Request-ID": "req-lookup-1"}
+        )
     (record,) = [r for r in caplog.records if r.name == "lookup_knowledge.lookup"]
     from lookup_knowledge.observability.logs import request_id_var
 

@@ -88,3 +88,65 @@ def test_serve_refuses_an_invalid_configuration_with_a_clear_message(
     assert completed.returncode == 2
     assert completed.stderr.startswith("invalid configuration")
     assert named in completed.stderr
+
+
+def test_serve_with_no_environment_answers_from_the_bundled_knowledge_base(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    lookups = {
+        "call-gw": "网关超时怎么排查",
+        "call-redis": "redis memory usage high",
+        "call-none": "qwzx plorf vindle",
+    }
+    with running_service(["serve"], cwd=tmp_path, env={"PORT": str(port)}, port=port) as base:
+        answers = {
+            call: httpx.post(
+                f"{base}/lookup_knowledge",
+                timeout=30,
+                json={"run_id": "run-embedded", "tool_call_id": call, "query": query},
+            ).json()
+            for call, query in lookups.items()
+        }
+    assert answers["call-gw"]["evidence_status"] == "EVIDENCE_FOUND"
+    assert answers["call-gw"]["evidence"][0]["source"] == "gateway/gateway-timeout.zh.md"
+    assert answers["call-redis"]["evidence_status"] == "EVIDENCE_FOUND"
+    assert answers["call-redis"]["evidence"][0]["source"] == "redis/redis-memory.md"
+    assert answers["call-none"]["evidence_status"] == "NO_EVIDENCE"
+    assert (tmp_path / "var" / "audit.db").exists()  # the embedded SQLite audit default
+
+
+def test_the_standalone_engine_serves_a_docs_folder_to_the_service(tmp_path: Path) -> None:
+    docs = tmp_path / "docs" / "payments"
+    docs.mkdir(parents=True)
+    (docs / "refunds.md").write_text(
+        "# Refund failures\n\n## Diagnosis\n\nWhen refund webhooks time out, check the "
+        "payment gateway callback queue and the refund ledger reconciliation job.\n",
+        encoding="utf-8",
+    )
+    engine_port, service_port = free_port(), free_port()
+    engine_args = ["pyrag", "serve", "--docs", str(tmp_path / "docs"), "--port", str(engine_port)]
+    with running_service(
+        engine_args, cwd=tmp_path, env={}, port=engine_port, ready_path="/api/v1/health"
+    ) as engine:
+        env = {"PYRAG_BASE_URL": engine, "PORT": str(service_port)}
+        with running_service(["serve"], cwd=tmp_path, env=env, port=service_port) as base:
+            found = httpx.post(
+                f"{base}/lookup_knowledge",
+                timeout=30,
+                json={
+                    "run_id": "run-s",
+                    "tool_call_id": "c1",
+                    "query": "refund webhooks time out",
+                    "filters": {"category": "payments"},
+                },
+            )
+            ready = httpx.get(f"{base}/readyz", timeout=30)
+    assert found.status_code == 200, found.text
+    assert found.json()["evidence"][0]["source"] == "payments/refunds.md"
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["pyrag"] == {
+        **ready.json()["checks"]["pyrag"],
+        "status": "up",
+        "backend": "remote",
+    }

@@ -22,9 +22,13 @@ FOUND: dict[str, Any] = {
     "tool_call_id": CALL,
     "query": "网关超时怎么排查",
     "evidence": [
-        {"document_id": "gw-timeout-md#chunk-1", "source": "runbooks/gateway-timeout.md",
-         "title": "Gateway timeout", "breadcrumb": "Gateway timeout > Steps",
-         "excerpt": "Check the upstream timeout first ..."},
+        {
+            "document_id": "gw-timeout-md#chunk-1",
+            "source": "runbooks/gateway-timeout.md",
+            "title": "Gateway timeout",
+            "breadcrumb": "Gateway timeout > Steps",
+            "excerpt": "Check the upstream timeout first ...",
+        },
         {"document_id": "nginx-md#chunk-2", "excerpt": "proxy_read_timeout ..."},
     ],
     "returned_count": 2,
@@ -173,16 +177,18 @@ def test_a_reformatted_result_is_a_sha_mismatch_even_when_its_data_is_equal() ->
     pretty = json.dumps(FOUND, ensure_ascii=False, indent=2).encode()
     genuine_sha = sha256_hex(compact(FOUND))
 
-    assert codes(entry(body=pretty, evidence_status="EVIDENCE_FOUND",
-                       result_sha256=genuine_sha)) == [ViolationCode.SHA_MISMATCH]
+    assert codes(
+        entry(body=pretty, evidence_status="EVIDENCE_FOUND", result_sha256=genuine_sha)
+    ) == [ViolationCode.SHA_MISMATCH]
 
 
 def test_an_ascii_escaped_result_is_a_sha_mismatch() -> None:
     escaped = json.dumps(FOUND, separators=(",", ":")).encode()  # \uXXXX instead of UTF-8
     genuine_sha = sha256_hex(compact(FOUND))
 
-    assert codes(entry(body=escaped, evidence_status="EVIDENCE_FOUND",
-                       result_sha256=genuine_sha)) == [ViolationCode.SHA_MISMATCH]
+    assert codes(
+        entry(body=escaped, evidence_status="EVIDENCE_FOUND", result_sha256=genuine_sha)
+    ) == [ViolationCode.SHA_MISMATCH]
 
 
 def test_a_missing_result_sha_is_a_sha_mismatch() -> None:
@@ -200,8 +206,10 @@ def test_a_missing_result_sha_is_a_sha_mismatch() -> None:
         pytest.param({k: v for k, v in FOUND.items() if k != "truncated"}, id="missing truncated"),
         pytest.param({k: v for k, v in FOUND.items() if k != "query"}, id="missing query"),
         pytest.param(
-            with_changes(FOUND, evidence=[{**FOUND["evidence"][0], "quality_score": 0.9},
-                                          FOUND["evidence"][1]]),
+            with_changes(
+                FOUND,
+                evidence=[{**FOUND["evidence"][0], "quality_score": 0.9}, FOUND["evidence"][1]],
+            ),
             id="extra item field",
         ),
         pytest.param(
@@ -294,8 +302,18 @@ def test_the_cli_says_ok_and_exits_zero_for_a_valid_citation(
     path = tmp_path / "entry.json"
     path.write_bytes(entry(FOUND))
 
-    code = main(["--entry-file", str(path), "--run-id", RUN, "--kind", "normal",
-                 "--document-id", "gw-timeout-md#chunk-1"])
+    code = main(
+        [
+            "--entry-file",
+            str(path),
+            "--run-id",
+            RUN,
+            "--kind",
+            "normal",
+            "--document-id",
+            "gw-timeout-md#chunk-1",
+        ]
+    )
 
     assert code == 0
     assert capsys.readouterr().out == "OK\n"
@@ -307,8 +325,9 @@ def test_the_cli_prints_violations_and_exits_one(
     path = tmp_path / "entry.json"
     path.write_bytes(entry(FOUND))
 
-    code = main(["--entry-file", str(path), "--run-id", "run-other",
-                 "--kind", "negative-observation"])
+    code = main(
+        ["--entry-file", str(path), "--run-id", "run-other", "--kind", "negative-observation"]
+    )
 
     assert code == 1
     lines = capsys.readouterr().out.splitlines()
@@ -323,11 +342,25 @@ def test_the_cli_prints_violations_and_exits_one(
         ["--entry-file", "x", "--url", "http://x", "--run-id", RUN, "--kind", "NORMAL"],
         ["--entry-file", "x", "--run-id", RUN, "--kind", "SOMETIMES"],
         ["--url", "http://ledger.test", "--run-id", RUN, "--kind", "NORMAL"],
-        ["--url", "http://ledger.test", "--run-id", "../x", "--tool-call-id", CALL,
-         "--kind", "NORMAL"],
+        [
+            "--url",
+            "http://ledger.test",
+            "--run-id",
+            "../x",
+            "--tool-call-id",
+            CALL,
+            "--kind",
+            "NORMAL",
+        ],
     ],
-    ids=["nothing", "no source", "two sources", "unknown kind", "url without call id",
-         "bad run id"],
+    ids=[
+        "nothing",
+        "no source",
+        "two sources",
+        "unknown kind",
+        "url without call id",
+        "bad run id",
+    ],
 )
 def test_the_cli_exits_two_on_usage_errors(argv: list[str]) -> None:
     assert main(argv) == 2
