@@ -1,0 +1,87 @@
+"""`lookup-knowledge audit show RUN_ID`: the operator's view of one run, on SQLite and MariaDB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from audit_support import BACKENDS, UNREACHABLE_MYSQL_URL, database, make_record, reader
+from lookup_knowledge import audit_show, cli
+from lookup_knowledge.adapters import audit_sql
+from lookup_knowledge.domain.audit import AuditRecord
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with database(request.param, tmp_path) as url, reader(url) as engine:
+        audit_sql.ensure_schema(engine)
+        audit_sql.insert_records(engine, [
+            make_record(2, tool_call_id="call_b", replayed=True, upstream_ms=None),
+            make_record(1, tool_call_id="call_a"),
+            AuditRecord(run_id="run-42", tool_call_id="call_c", query="网关 超时\n排查" * 10,
+                        success=False, error_code="UPSTREAM_TIMEOUT", duration_ms=5003,
+                        created_at=make_record(3).created_at),
+            make_record(4, run_id="run-other", tool_call_id="call_other"),
+        ])
+        yield url
+
+
+def test_a_runs_calls_are_listed_in_order_with_status_level_counts_and_timings(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = audit_show.main(["run-42", "--database-url", url])
+
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0] == "run run-42: 3 call(s)"
+    assert lines[1].split()[:3] == ["time", "(UTC)", "tool_call_id"]
+    a, b, c = lines[3:6]
+    assert a.split()[:10] == ["2026-11-30", "10:00:00.124", "call_a", "ok", "EVIDENCE_FOUND",
+                              "PRECISE", "8/5/5", "no", "42", "30"]
+    assert b.split()[2:11] == ["call_b", "ok", "EVIDENCE_FOUND", "PRECISE", "8/5/5", "no", "42",
+                               "-", "yes"]
+    assert c.split()[2:11] == ["call_c", "UPSTREAM_TIMEOUT", "-", "-", "-/-/-", "-", "5003",
+                               "-", "no"]
+    assert "call_other" not in out
+    assert "\n排查" not in out  # the query is one line, cut short
+    assert c.endswith("…")
+
+
+def test_a_run_with_no_calls_says_so_and_exits_1(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert audit_show.main(["run-unknown", "--database-url", url]) == 1
+    assert capsys.readouterr().out == "no calls recorded for run run-unknown\n"
+
+
+def test_the_configured_database_is_used_when_no_url_is_given(
+    url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    monkeypatch.setenv("AUDIT_DATABASE_URL", url)
+
+    assert cli.main(["audit", "show", "run-42"]) == 0
+    assert "call_a" in capsys.readouterr().out
+
+
+def test_a_missing_sqlite_file_is_reported_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "none" / "audit.db"
+
+    assert audit_show.main(["run-42", "--database-url", f"sqlite:///{path}"]) == 2
+    assert "no audit database" in capsys.readouterr().err
+    assert not path.parent.exists()
+
+
+def test_an_unreachable_database_is_reported_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert audit_show.main(["run-42", "--database-url", UNREACHABLE_MYSQL_URL]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cannot read the audit table at mysql+pymysql://root@127.0.0.1:1/")
+    assert "Can't connect" in err
