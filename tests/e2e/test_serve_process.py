@@ -2,53 +2,31 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from builders import WORKED_EXAMPLE, pyrag_body, raw_hit
 from process import console_script, free_port, running_service
+from stub_pyrag import StubPyrag
 
 pytestmark = pytest.mark.process
 
 
-class _StubPyrag(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length", 0))
-        request = json.loads(self.rfile.read(length))
-        self.server.requests.append(request)  # type: ignore[attr-defined]
-        body = json.dumps(pyrag_body([raw_hit(k, s) for k, s in WORKED_EXAMPLE])).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def stub_pyrag() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StubPyrag)
-    server.requests = []  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def stub_pyrag() -> Iterator[StubPyrag]:
+    server = StubPyrag.start()
     yield server
     server.shutdown()
 
 
 def test_the_console_script_serves_a_lookup_against_a_stub_py_rag(
-    tmp_path: Path, stub_pyrag: ThreadingHTTPServer
+    tmp_path: Path, stub_pyrag: StubPyrag
 ) -> None:
     port = free_port()
-    env = {"PYRAG_BASE_URL": f"http://127.0.0.1:{stub_pyrag.server_address[1]}", "PORT": str(port)}
+    env = {"PYRAG_BASE_URL": stub_pyrag.url, "PORT": str(port)}
     with running_service(["serve"], cwd=tmp_path, env=env, port=port) as base:
         response = httpx.post(
             f"{base}/lookup_knowledge",
@@ -59,9 +37,7 @@ def test_the_console_script_serves_a_lookup_against_a_stub_py_rag(
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["returned_count"] == 5 and body["relevance_level"] == "PRECISE"
-    assert stub_pyrag.requests == [  # type: ignore[attr-defined]
-        {"query": "网关超时怎么排查", "top_k": 20, "mode": "hybrid"}
-    ]
+    assert stub_pyrag.requests == [{"query": "网关超时怎么排查", "top_k": 20, "mode": "hybrid"}]
     assert entry.status_code == 200
     assert entry.json()["result"] == body
 

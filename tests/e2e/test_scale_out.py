@@ -1,0 +1,140 @@
+"""Scaling out: replicas share nothing but Redis and MySQL, so any replica serves any call."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pymysql
+import pytest
+import redis
+
+from process import free_port, running_service
+from stub_pyrag import StubPyrag
+
+pytestmark = [pytest.mark.process, pytest.mark.redis, pytest.mark.mysql]
+
+REDIS_DB = 13
+DATABASE = "lk_test_scale_out"
+
+
+@pytest.fixture
+def shared_stores() -> Iterator[dict[str, str]]:
+    r = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB)
+    r.flushdb()
+    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="")
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        cur.execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4")
+    try:
+        yield {
+            "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+            "AUDIT_DATABASE_URL": f"mysql+pymysql://root:@127.0.0.1:3306/{DATABASE}",
+        }
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
+        conn.close()
+        r.flushdb()
+        r.close()
+
+
+@pytest.fixture
+def stub_pyrag() -> Iterator[StubPyrag]:
+    server = StubPyrag.start(delay_s=0.3)
+    yield server
+    server.shutdown()
+
+
+def test_two_replicas_share_the_ledger_and_the_audit_table(
+    tmp_path: Path, shared_stores: dict[str, str], stub_pyrag: StubPyrag
+) -> None:
+    ports = [free_port(), free_port()]
+    base_env = {**shared_stores, "PYRAG_BASE_URL": stub_pyrag.url}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        running_service(
+            ["serve"], cwd=tmp_path / "a", env={**base_env, "PORT": str(ports[0])}, port=ports[0]
+        ) as a,
+        running_service(
+            ["serve"], cwd=tmp_path / "b", env={**base_env, "PORT": str(ports[1])}, port=ports[1]
+        ) as b,
+    ):
+        body = {"run_id": "run-scale", "tool_call_id": "call-1", "query": "网关超时怎么排查"}
+        first = httpx.post(f"{a}/lookup_knowledge", json=body, timeout=30)
+        replay = httpx.post(f"{b}/lookup_knowledge", json=body, timeout=30)
+        entry = httpx.get(f"{b}/ledger/run-scale/call-1", timeout=30)
+
+        # the same new ids sent to both replicas at once: exactly one lookup wins
+        race = {"run_id": "run-scale", "tool_call_id": "call-race", "query": "redis"}
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(
+                pool.map(
+                    lambda i: httpx.post(
+                        f"{(a, b)[i % 2]}/lookup_knowledge", json=race, timeout=30
+                    ),
+                    range(8),
+                )
+            )
+    assert first.status_code == 200 and replay.status_code == 200
+    assert replay.content == first.content
+    assert replay.headers.get("x-ledger-replayed") == "true"
+    assert entry.status_code == 200 and entry.json()["result"] == first.json()
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses.count(409) >= 1 and set(statuses) <= {200, 409}
+    winners = {r.content for r in answers if r.status_code == 200}
+    assert len(winners) == 1
+    assert stub_pyrag.calls == 2  # call-1 once, call-race once
+
+    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", database=DATABASE)
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT tool_call_id, replayed, success, error_code FROM tool_invocation "
+            "WHERE run_id = 'run-scale' ORDER BY id"
+        )
+        rows = cur.fetchall()
+    conn.close()
+    assert len(rows) == 2 + 8  # every call of both replicas, replays and conflicts included
+    assert sum(1 for r in rows if r[1]) >= 1
+
+
+def test_several_workers_serve_with_redis_and_aggregate_metrics(
+    tmp_path: Path, shared_stores: dict[str, str], stub_pyrag: StubPyrag
+) -> None:
+    port = free_port()
+    env = {**shared_stores, "PORT": str(port), "WORKERS": "2", "PYRAG_BASE_URL": stub_pyrag.url}
+    with running_service(["serve"], cwd=tmp_path, env=env, port=port) as base:
+        for i in range(6):
+            response = httpx.post(
+                f"{base}/lookup_knowledge",
+                timeout=30,
+                json={"run_id": "run-w", "tool_call_id": f"call-{i}", "query": "gateway timeout"},
+            )
+            assert response.status_code == 200
+        metrics = httpx.get(f"{base}/metrics", timeout=30).text
+    total = sum(
+        float(line.rpartition(" ")[2])
+        for line in metrics.splitlines()
+        if line.startswith("lk_lookups_total{")
+    )
+    assert total == 6  # aggregated across both worker processes
+
+
+def test_several_workers_without_redis_are_refused(tmp_path: Path) -> None:
+    import subprocess
+
+    from process import console_script
+
+    completed = subprocess.run(
+        [*console_script(), "serve"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "WORKERS": "2"},
+    )
+    assert completed.returncode == 2
+    assert "REDIS_URL" in completed.stderr
