@@ -31,6 +31,12 @@ def console_script() -> list[str]:
     return [found] if found else [sys.executable, "-m", "lookup_knowledge"]
 
 
+class Running(str):
+    """The base URL of a started service; `.process` is its Popen."""
+
+    process: subprocess.Popen[bytes]
+
+
 @contextmanager
 def running_service(
     args: list[str],
@@ -40,7 +46,7 @@ def running_service(
     port: int,
     ready_path: str = "/healthz",
     timeout_s: float = 30.0,
-) -> Iterator[str]:
+) -> Iterator[Running]:
     """Start `lookup-knowledge ARGS` with a clean environment; yield its base URL when ready."""
     clean = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG", "SYSTEMROOT"}}
     clean.update(env)
@@ -49,7 +55,8 @@ def running_service(
     process = subprocess.Popen(
         console_script() + args, cwd=cwd, env=clean, stdout=log, stderr=subprocess.STDOUT
     )
-    base = f"http://127.0.0.1:{port}"
+    base = Running(f"http://127.0.0.1:{port}")
+    base.process = process
     try:
         deadline = time.monotonic() + timeout_s
         while True:

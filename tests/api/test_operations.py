@@ -265,3 +265,18 @@ async def test_one_structured_line_per_lookup_carries_ids_and_no_query_text_at_i
     assert "query" not in line
     assert BODY["query"] not in json.dumps(line)
     assert len(line["query_sha256"]) == 64
+
+
+def test_log_lines_are_single_json_objects_without_uvicorn_colour_codes() -> None:
+    from lookup_knowledge.observability.logs import JsonFormatter
+
+    record = logging.LogRecord(
+        "uvicorn.error", logging.INFO, __file__, 1, "Started %s", ("x",), None
+    )
+    record.color_message = "Started \x1b[36mx\x1b[0m"
+    record.run_id = "run-1"
+    line = JsonFormatter().format(record)
+    assert "\n" not in line
+    data = json.loads(line)
+    assert data["message"] == "Started x" and data["run_id"] == "run-1"
+    assert "color_message" not in data

@@ -10,7 +10,12 @@ from typing import Any
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+# LogRecord's own attributes, and uvicorn's ANSI-coloured duplicate of the message.
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,6 +43,7 @@ def configure_logging(level: str) -> None:
     """JSON lines on stderr for the service's loggers and uvicorn's."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
+    handler.setLevel(level)  # libraries that set their own loggers to DEBUG stay quiet
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
