@@ -69,7 +69,7 @@ async def _redis_or_skip() -> aioredis.Redis:
         await client.ping()
     except RedisError:
         await client.aclose()
-        pytest.skip("Redis at 127.0.0.1:6379 is not reachable")
+        pytest.fail("Redis at 127.0.0.1:6379 is not reachable (start it: see .ci/run)")
     return client
 
 

@@ -55,7 +55,7 @@ async def ledger(request: pytest.FixtureRequest) -> AsyncIterator[Ledger]:
         await client.ping()
     except RedisError:
         await client.aclose()
-        pytest.skip("Redis at 127.0.0.1:6379 is not reachable")
+        pytest.fail("Redis at 127.0.0.1:6379 is not reachable (start it: see .ci/run)")
     await client.flushdb()
     redis_ledger = RedisLedger.from_url(REDIS_URL, ttl_s=3600, pending_ttl_s=30)
     yield redis_ledger
