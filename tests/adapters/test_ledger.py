@@ -63,7 +63,7 @@ class Backend:
     new_ledger: Callable[[], Ledger]  # another client onto the same store (racing writers)
 
 
-async def _redis_or_skip() -> aioredis.Redis:
+async def _reachable_redis() -> aioredis.Redis:
     client = aioredis.Redis.from_url(REDIS_URL)
     try:
         await client.ping()
@@ -75,7 +75,7 @@ async def _redis_or_skip() -> aioredis.Redis:
 
 @pytest.fixture
 async def redis_client() -> AsyncIterator[aioredis.Redis]:
-    client = await _redis_or_skip()
+    client = await _reachable_redis()
     await client.flushdb()
     yield client
     await client.flushdb()
@@ -104,7 +104,7 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         yield Backend("memory", memory, tick, lambda: memory)
         return
 
-    client = await _redis_or_skip()
+    client = await _reachable_redis()
     await client.flushdb()
     opened: list[RedisLedger] = []
 

@@ -122,19 +122,3 @@ def test_several_workers_serve_with_redis_and_aggregate_metrics(
     )
     assert total == 6  # aggregated across both worker processes
 
-
-def test_several_workers_without_redis_are_refused(tmp_path: Path) -> None:
-    import subprocess
-
-    from process import console_script
-
-    completed = subprocess.run(
-        [*console_script(), "serve"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "WORKERS": "2"},
-    )
-    assert completed.returncode == 2
-    assert "REDIS_URL" in completed.stderr

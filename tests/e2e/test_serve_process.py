@@ -48,6 +48,7 @@ def test_the_console_script_serves_a_lookup_against_a_stub_py_rag(
         ({"PYRAG_TIMEOUT_S": "-1"}, "PYRAG_TIMEOUT_S"),
         ({"PRECISE_THRESHOLD": "0.2"}, "REFERENCE_THRESHOLD"),
         ({"PYRAG_BASE_URL": "pyrag:8000"}, "PYRAG_BASE_URL"),
+        ({"WORKERS": "2"}, "REDIS_URL"),  # the in-process ledger lives in one process
     ],
 )
 def test_serve_refuses_an_invalid_configuration_with_a_clear_message(
