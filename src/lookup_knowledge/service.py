@@ -17,11 +17,8 @@ from lookup_knowledge.domain.errors import (
 )
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 from lookup_knowledge.domain.ports import AuditPort, LedgerPort, LookupObserver, SearchPort
-from lookup_knowledge.pipeline.assemble import assemble
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
-from lookup_knowledge.pipeline.pack import pack_context
-from lookup_knowledge.pipeline.postprocess import postprocess
-from lookup_knowledge.pipeline.project import project
+from lookup_knowledge.pipeline.run import run_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +92,12 @@ class LookupService:
             with draft.stage("pyrag"):
                 outcome = await self._search.search(command.query, filters=command.filters)
             with draft.stage("pipeline"):
-                post = postprocess(outcome.hits, limits=self._limits)
-                pack = pack_context(post.blocks, char_budget=self._limits.pack_char_budget)
-                lookup = assemble(
-                    command.query, post, pack, retrieval_trace=outcome.retrieval_trace
-                )
-                projection = project(
-                    lookup.model_dump_json(),
+                output = run_pipeline(
+                    command.query,
+                    outcome,
                     tool_call_id=command.tool_call_id,
-                    limits=self._projection_limits,
+                    limits=self._limits,
+                    projection_limits=self._projection_limits,
                 )
         except Exception as exc:
             code = exc.code if isinstance(exc, LookupKnowledgeError) else "INTERNAL_ERROR"
@@ -116,8 +110,8 @@ class LookupService:
                 command.tool_call_id,
                 token=token,
                 query_sha256=query_sha256,
-                body=projection.body,
-                evidence_status=projection.result.evidence_status.value,
+                body=output.projection.body,
+                evidence_status=output.projection.result.evidence_status.value,
             )
         if not stored:
             raise Conflict(
@@ -126,13 +120,14 @@ class LookupService:
             )
         draft.succeeded(
             outcome=outcome,
-            lookup=lookup,
-            result=projection.result,
-            projection=projection.summary,
-            body=projection.body,
+            lookup=output.lookup,
+            result=output.projection.result,
+            projection=output.projection.summary,
+            body=output.projection.body,
         )
         return LookupAnswer(
-            body=projection.body, evidence_status=projection.result.evidence_status.value
+            body=output.projection.body,
+            evidence_status=output.projection.result.evidence_status.value,
         )
 
     def _replay(self, entry: LedgerEntry, query_sha256: str, draft: AuditDraft) -> LookupAnswer:
@@ -177,8 +172,6 @@ class LookupService:
             log.exception("audit row could not be queued")
         if self._observer is not None:
             try:
-                self._observer.lookup_finished(
-                    record, stages=draft.stages, error_kind=error_kind
-                )
+                self._observer.lookup_finished(record, stages=draft.stages, error_kind=error_kind)
             except Exception:
                 log.exception("lookup telemetry failed")

@@ -16,7 +16,6 @@ from lookup_knowledge.domain.models import (
     RelevanceLevel,
     SearchOutcome,
 )
-from lookup_knowledge.evaluation import runner
 from lookup_knowledge.evaluation.cases import CaseFileError, Expectation, load_golden_cases
 from lookup_knowledge.evaluation.checks import (
     check_expectation,
@@ -24,6 +23,7 @@ from lookup_knowledge.evaluation.checks import (
     expected_selection,
 )
 from lookup_knowledge.evaluation.runner import CaseRun, RunConfig, run_query
+from lookup_knowledge.pipeline import run as pipeline_run
 from lookup_knowledge.pipeline.postprocess import postprocess
 
 CONFIG = RunConfig.defaults()
@@ -134,7 +134,7 @@ async def test_a_pipeline_ignoring_the_per_document_cap_breaks_the_selection_rul
     def no_cap(hits: Any, *, limits: Any) -> Any:
         return postprocess(hits, limits=dataclasses.replace(limits, max_chunks_per_document=99))
 
-    monkeypatch.setattr(runner, "postprocess", no_cap)
+    monkeypatch.setattr(pipeline_run, "postprocess", no_cap)
     failures = check_rules(await run(THREE_CHUNKS_OF_ONE_RUNBOOK), CONFIG)
 
     assert [f.check for f in failures] == ["rule.selection"]
@@ -150,7 +150,7 @@ async def test_a_pipeline_grading_from_the_best_score_breaks_the_grade_rule(
             update={"top_similarity": best, "relevance_level": RelevanceLevel.PRECISE}
         )
 
-    monkeypatch.setattr(runner, "postprocess", best_score_first)
+    monkeypatch.setattr(pipeline_run, "postprocess", best_score_first)
     failures = check_rules(
         await run([hit("a#chunk-0", 0.55, 1), hit("b#chunk-0", 0.95, 2)]), CONFIG
     )

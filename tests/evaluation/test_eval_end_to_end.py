@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lookup_knowledge.evaluation import runner
 from lookup_knowledge.evaluation.cli import main
+from lookup_knowledge.pipeline import run as pipeline_run
 from lookup_knowledge.pipeline.postprocess import postprocess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def test_a_postprocessor_ignoring_the_per_document_cap_fails_the_evaluation(
     def no_cap(hits: Any, *, limits: Any) -> Any:
         return postprocess(hits, limits=dataclasses.replace(limits, max_chunks_per_document=99))
 
-    monkeypatch.setattr(runner, "postprocess", no_cap)
+    monkeypatch.setattr(pipeline_run, "postprocess", no_cap)
 
     assert main(["--root", str(root)]) == 1
     out = capsys.readouterr().out
@@ -63,7 +63,7 @@ def test_a_postprocessor_ordering_by_score_instead_of_rank_fails_the_evaluation(
         reranked = [h.model_copy(update={"original_rank": i}) for i, h in enumerate(ordered, 1)]
         return postprocess(reranked, limits=limits)
 
-    monkeypatch.setattr(runner, "postprocess", by_score)
+    monkeypatch.setattr(pipeline_run, "postprocess", by_score)
 
     assert main(["--root", str(root)]) == 1
     out = capsys.readouterr().out

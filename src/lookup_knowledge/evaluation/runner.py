@@ -18,11 +18,9 @@ from lookup_knowledge.adapters.pyrag import PyragClient
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.models import LookupResult, SearchOutcome
 from lookup_knowledge.domain.ports import SearchPort
-from lookup_knowledge.pipeline.assemble import assemble
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
-from lookup_knowledge.pipeline.pack import pack_context
-from lookup_knowledge.pipeline.postprocess import postprocess
-from lookup_knowledge.pipeline.project import Projection, project
+from lookup_knowledge.pipeline.project import Projection
+from lookup_knowledge.pipeline.run import run_pipeline
 from lookup_knowledge.settings import Settings
 
 NO_SOURCE = "(no source)"
@@ -77,13 +75,14 @@ async def run_query(
     config: RunConfig,
 ) -> CaseRun:
     outcome = await search.search(query, filters=filters)
-    post = postprocess(outcome.hits, limits=config.pipeline)
-    pack = pack_context(post.blocks, char_budget=config.pipeline.pack_char_budget)
-    lookup = assemble(query, post, pack, retrieval_trace=outcome.retrieval_trace)
-    projection = project(
-        lookup.model_dump_json(), tool_call_id=tool_call_id, limits=config.projection
+    output = run_pipeline(
+        query,
+        outcome,
+        tool_call_id=tool_call_id,
+        limits=config.pipeline,
+        projection_limits=config.projection,
     )
-    return CaseRun(outcome=outcome, lookup=lookup, projection=projection)
+    return CaseRun(outcome=outcome, lookup=output.lookup, projection=output.projection)
 
 
 @asynccontextmanager
