@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ import pytest
 
 from lookup_knowledge.app import create_app
 from lookup_knowledge.domain.ports import AuditPort, LedgerPort
+from redis_cluster import redis_cluster
 from support import OpenClient, RecordingAudit, make_settings
 
 
@@ -35,3 +36,10 @@ def open_client(tmp_path: Path) -> OpenClient:
 @pytest.fixture
 def audit() -> RecordingAudit:
     return RecordingAudit()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A three-node Redis Cluster on free local ports for the whole session."""
+    with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as url:
+        yield url

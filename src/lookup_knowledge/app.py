@@ -59,6 +59,7 @@ async def open_ledger(settings: Settings, stack: AsyncExitStack) -> LedgerPort:
         settings.redis_url.get_secret_value(),
         ttl_s=settings.ledger_ttl_s,
         pending_ttl_s=settings.ledger_pending_ttl_s,
+        cluster=settings.redis_cluster,
     )
     stack.push_async_callback(redis_ledger.aclose)
     return redis_ledger

@@ -28,6 +28,7 @@ class Settings(BaseSettings):
 
     # ledger (SPEC 5)
     redis_url: SecretStr | None = None
+    redis_cluster: bool = False  # REDIS_URL names a Redis Cluster node (keys hash-tag the run)
     ledger_ttl_s: int = Field(604800, ge=1)
     ledger_pending_ttl_s: int = Field(60, ge=1)
 

@@ -82,7 +82,9 @@ async def redis_client() -> AsyncIterator[aioredis.Redis]:
     await client.aclose()
 
 
-async def _age_redis_keys(client: aioredis.Redis, seconds: float) -> None:
+async def _age_redis_keys(
+    client: aioredis.Redis | aioredis.RedisCluster, seconds: float
+) -> None:
     """Make Redis time pass: every key's TTL shrinks by `seconds`, lapsed keys go."""
     async for key in client.scan_iter(match="lk:*"):
         left = await client.pttl(key) - int(seconds * 1000)
@@ -92,7 +94,13 @@ async def _age_redis_keys(client: aioredis.Redis, seconds: float) -> None:
             await client.pexpire(key, left)
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=pytest.mark.redis),
+    ]
+)
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     if request.param == "memory":
         clock = FakeClock()
@@ -104,22 +112,34 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         yield Backend("memory", memory, tick, lambda: memory)
         return
 
-    client = await _reachable_redis()
-    await client.flushdb()
+    cluster = request.param == "redis-cluster"
+    url = request.getfixturevalue("redis_cluster_url") if cluster else REDIS_URL
+    client: aioredis.Redis | aioredis.RedisCluster
+    if cluster:
+        client = aioredis.RedisCluster.from_url(url)
+        await client.flushall()
+    else:
+        client = await _reachable_redis()
+        await client.flushdb()
     opened: list[RedisLedger] = []
 
     def new_ledger() -> RedisLedger:
-        ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+        ledger = RedisLedger.from_url(
+            url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S, cluster=cluster
+        )
         opened.append(ledger)
         return ledger
 
     async def age(seconds: float) -> None:
         await _age_redis_keys(client, seconds)
 
-    yield Backend("redis", new_ledger(), age, new_ledger)
+    yield Backend(request.param, new_ledger(), age, new_ledger)
     for ledger in opened:
         await ledger.aclose()
-    await client.flushdb()
+    if cluster:
+        await client.flushall()
+    else:
+        await client.flushdb()
     await client.aclose()
 
 

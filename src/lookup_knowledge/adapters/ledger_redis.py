@@ -116,7 +116,9 @@ def run_index_key(run_id: str) -> str:
 class RedisLedger:
     """The deployed ledger backend; one pooled client, opened and closed by the lifespan."""
 
-    def __init__(self, client: aioredis.Redis, *, ttl_s: int, pending_ttl_s: int) -> None:
+    def __init__(
+        self, client: aioredis.Redis | aioredis.RedisCluster, *, ttl_s: int, pending_ttl_s: int
+    ) -> None:
         self._client = client
         self._ttl_ms = ttl_s * 1000
         self._pending_ttl_ms = pending_ttl_s * 1000
@@ -125,15 +127,25 @@ class RedisLedger:
         self._fail = client.register_script(_FAIL)
 
     @classmethod
-    def from_url(cls, url: str, *, ttl_s: int, pending_ttl_s: int) -> Self:
-        """Build the pooled client (short timeouts, one immediate retry); connects lazily."""
-        client = aioredis.Redis.from_url(
-            url,
-            decode_responses=False,
-            socket_connect_timeout=CONNECT_TIMEOUT_S,
-            socket_timeout=SOCKET_TIMEOUT_S,
-            retry=Retry(NoBackoff(), 1),
-        )
+    def from_url(
+        cls, url: str, *, ttl_s: int, pending_ttl_s: int, cluster: bool = False
+    ) -> Self:
+        """Build the pooled client (short timeouts, one immediate retry); connects lazily.
+
+        With `cluster`, `url` names any node of a Redis Cluster: a run's keys share one slot
+        (the hash tag), so every script still touches a single node.
+        """
+        options: dict[str, Any] = {
+            "decode_responses": False,
+            "socket_connect_timeout": CONNECT_TIMEOUT_S,
+            "socket_timeout": SOCKET_TIMEOUT_S,
+            "retry": Retry(NoBackoff(), 1),
+        }
+        client: aioredis.Redis | aioredis.RedisCluster
+        if cluster:
+            client = aioredis.RedisCluster.from_url(url, **options)
+        else:
+            client = aioredis.Redis.from_url(url, **options)
         return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s)
 
     async def aclose(self) -> None:
