@@ -64,7 +64,19 @@ async def test_an_exact_topic_query_is_precise_on_its_runbook(
     assert body["hits"][0]["quality_score"] >= 0.75
 
 
-@pytest.mark.parametrize("query", ["qwzx plorf vindle", "how to bake sourdough bread"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "qwzx plorf vindle",
+        "how to bake sourdough bread",
+        "今天中午吃什么",
+        "how do I write a cover letter",
+        "git merge conflict resolution",
+        "react 组件重复渲染",
+        "etcd leader election lost",
+        "zzkx 呜哩哇啦 blorp",
+    ],
+)
 async def test_gibberish_and_unrelated_queries_have_no_evidence(
     client: httpx.AsyncClient, query: str
 ) -> None:
@@ -131,3 +143,69 @@ async def test_health_counts_the_bundled_documents(
         "documents": len(documents),
         "chunks": sum(len(d.chunks) for d in documents),
     }
+
+
+# Pasted incident reports, the most informative queries an agent sends: 50-80 terms each.
+_KAFKA_REPORT = (
+    "Since the deploy at 14:10 the orders-events consumer group in our billing service is "
+    "falling further and further behind. kafka-consumer-groups --describe shows lag above two "
+    "million on partitions 3, 7 and 11 while the other partitions are almost at zero, and the "
+    "group goes through a rebalance every few minutes. The consumer logs warn that the poll "
+    "loop took longer than max.poll.interval.ms and that the member was removed from the group. "
+    "Each record calls an external fraud API that became slow this afternoon, about 800 ms per "
+    "call, and max.poll.records is still at the default of 500. The producers have not changed "
+    "their rate. What should we check first, and should we increase the poll interval, lower "
+    "max.poll.records, or add consumers?"
+)
+_DISK_REPORT = (
+    "今天早上八点开始，支付服务所在的两台主机陆续报警，磁盘使用率达到 100%，应用写日志失败，"
+    "接口大量报错 No space left on device。我们用 df -h 看根分区确实满了，但是用 du 统计各个"
+    "目录加起来只有不到一半的空间，对不上。前几天有同事手动删过 /var/log/app 下面的大日志文件"
+    "，但进程一直没有重启。另外有一台机器上 df -h 还有空间，可是 df -i 显示 inode 已经用完了"
+    "，/tmp 下面有几百万个小的会话文件。想知道应该按什么顺序排查，怎么快速释放空间又不影响正"
+    "在运行的服务，以及以后怎么配置日志轮转和告警，避免再次出现磁盘写满？"
+)
+_TERRAFORM_REPORT = (
+    "Since this morning our CI pipeline fails at the terraform plan step for the production "
+    "workspace. The job log says Error acquiring the state lock: ConditionalCheckFailedException, "
+    "lock info ID 7c1e, path prod/network/terraform.tfstate, who runner@ci-42, created two hours "
+    "ago. Nobody is running an apply right now; the previous pipeline was cancelled manually in "
+    "the middle of an apply after it hung for twenty minutes on the NAT gateway resource. The "
+    "DynamoDB table still has the lock item. Is it safe to run terraform force-unlock with that "
+    "ID, or could the cancelled apply have left the state half written? How do we check whether "
+    "the remote state in the S3 bucket is consistent before unlocking?"
+)
+_FRONTEND_REPORT = (
+    "用户反馈从今天上午开始，官网首页在部分安卓手机的微信内置浏览器里打开是白屏，iPhone 和电"
+    "脑上都正常。前端用的是 Vue 3 加 Vite 打包，昨天晚上刚发布了一个新版本，改了首页的轮播图"
+    "组件，并且把 polyfill 的配置从 core-js 2 升级到了 3。用 vConsole 看到控制台报 SyntaxErro"
+    "r: Unexpected token，指向打包后的 vendor 文件，看起来是可选链语法没有被转译。CDN 上的静"
+    "态资源已经刷新过，缓存也清了，问题还在。回滚到上一个版本就好了。应该怎么配置 browserslis"
+    "t 和 babel，才能让老版本的安卓 WebView 也能正常运行？"
+)
+
+
+@pytest.mark.parametrize(
+    ("report", "runbook"),
+    [(_KAFKA_REPORT, "kafka/kafka-consumer-lag.md"), (_DISK_REPORT, "host/disk-full.zh.md")],
+    ids=["kafka-en", "disk-zh"],
+)
+def test_a_long_incident_report_finds_its_runbook_with_a_score_in_range(
+    index: KnowledgeIndex, report: str, runbook: str
+) -> None:
+    hits = index.search(report, top_k=20).hits
+
+    assert hits and hits[0].chunk.source == runbook
+    assert all(0.5 <= h.quality_score <= 1.0 for h in hits)
+
+
+@pytest.mark.parametrize(
+    "report", [_TERRAFORM_REPORT, _FRONTEND_REPORT], ids=["terraform-en", "frontend-zh"]
+)
+def test_a_long_report_about_something_else_has_no_evidence(
+    index: KnowledgeIndex, report: str
+) -> None:
+    result = index.search(report, top_k=20)
+
+    assert result.hits == ()
+    assert result.no_evidence_basis == "all_below_threshold"

@@ -10,10 +10,12 @@ from hypothesis import strategies as st
 
 from lookup_knowledge.engine.scoring import (
     PHRASE_BONUS,
+    SCOPE_TERMS,
     Level,
     idf,
     level_for,
     quality_score,
+    scope_weight,
 )
 
 
@@ -44,15 +46,46 @@ def test_an_empty_query_scores_zero() -> None:
     assert quality_score({}, set()) == 0.0
 
 
+def test_a_question_of_up_to_the_scope_is_scored_as_a_share_of_the_whole_query() -> None:
+    weights = {f"t{i}": 1.0 + i for i in range(SCOPE_TERMS)}
+
+    assert scope_weight(weights) == sum(weights.values())
+    assert quality_score(weights, set(weights)) == 1.0
+
+
+def test_a_long_report_is_scored_against_the_weight_of_its_heaviest_terms() -> None:
+    heavy = {f"unknown{i}": 4.0 for i in range(SCOPE_TERMS)}  # ids, hosts, words never seen
+    light = {f"common{i}": 1.0 for i in range(20)}
+    weights = heavy | light
+
+    assert scope_weight(weights) == 4.0 * SCOPE_TERMS
+    # covering only the 20 common words is worth less than half of a full question ...
+    assert quality_score(weights, set(light)) == pytest.approx(20 / 64, abs=1e-4)
+    # ... a chunk reaches 1 when what it covers weighs as much as the 16 heaviest terms
+    covered = set(light) | {f"unknown{i}" for i in range(11)}
+    assert quality_score(weights, covered) == 1.0
+    assert quality_score(weights, covered - {"unknown0"}) < 1.0
+
+
 @given(
     st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0.01, 20), min_size=1, max_size=8),
+    st.floats(0.01, 20),
+)
+def test_adding_a_term_never_lowers_what_a_chunk_must_cover(
+    weights: dict[str, float], extra: float
+) -> None:
+    assert scope_weight({**weights, "\x00extra": extra}) >= scope_weight(weights)
+
+
+@given(
+    st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0.01, 20), min_size=1, max_size=60),
     st.data(),
 )
 def test_score_is_always_between_zero_and_one(
     weights: dict[str, float], data: st.DataObject
 ) -> None:
     covered = data.draw(st.sets(st.sampled_from(sorted(weights))))
-    pairs_total = data.draw(st.integers(0, 8))
+    pairs_total = data.draw(st.integers(0, 80))
     pairs_found = data.draw(st.integers(0, pairs_total))
 
     score = quality_score(weights, covered, pairs_total=pairs_total, pairs_found=pairs_found)

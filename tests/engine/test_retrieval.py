@@ -118,3 +118,62 @@ def test_title_and_breadcrumb_are_searched_as_well_as_content(
     hits = KnowledgeIndex(load_documents(docs)).search("alpha zebra", top_k=5).hits
 
     assert [h.quality_score for h in hits] == [1.0]
+
+
+def test_front_matter_tags_are_searched_in_every_section_of_their_document(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "redis/latency.md": "---\ncategory: redis\ntags: 慢查询, slowlog\n---\n"
+            "# Redis latency\n\nIntro.\n\n## Steps\n\nRun SLOWLOG GET 10 to see slow commands.\n",
+            "mysql/slow.md": "---\ncategory: mysql\n---\n# MySQL 慢查询\n\n开启慢查询日志。\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("慢查询", top_k=10, filters={"category": "redis"}).hits
+
+    assert {h.chunk.breadcrumb for h in hits} == {"Redis latency", "Redis latency > Steps"}
+    assert all(h.quality_score == 1.0 for h in hits)
+
+
+def test_english_inflections_find_each_other(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {"kafka.md": "# Kafka consumer group storms\n\nThe group rebalances often.\n"}
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("kafka consumers keep rebalancing", top_k=5).hits
+
+    assert hits and hits[0].chunk.source == "kafka.md"
+    assert hits[0].quality_score >= 0.75
+
+
+def test_conversational_fillers_do_not_hold_a_covered_question_under_the_threshold(
+    index: KnowledgeIndex,
+) -> None:
+    result = index.search("kafka 消费积压越来越多了，感觉好像一直消费不过来", top_k=5)
+
+    assert result.hits and result.hits[0].chunk.source == "streaming/kafka-lag.md"
+    assert result.hits[0].level is Level.PRECISE
+
+
+def test_a_stopword_jieba_glued_onto_a_word_does_not_count_as_an_unknown_term(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs({"redis.md": "# Redis 大 key\n\n用 --bigkeys 扫描大 key。\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("怀疑有大 key", top_k=5).hits  # jieba: 怀疑 / 有大 / key
+
+    assert hits and hits[0].quality_score == 1.0
+
+
+def test_a_chinese_word_no_document_knows_stays_unknown(index: KnowledgeIndex) -> None:
+    result = index.search("红烧肉怎么做才好吃", top_k=5)
+
+    assert result.hits == ()
+    assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES

@@ -6,15 +6,20 @@ for the vocabulary of the bundled runbooks. A query term counts as covered when 
 contains the term or one of its equivalents (`engine.scoring` explains the score), so the
 glossary changes which words can satisfy a query term, never how much that term weighs.
 
-Entries are tokens exactly as `engine.tokenize` produces them for a query (lowercase, plural
-stripped, jieba's precise segmentation), one equivalence group per line; a test checks it.
-Only single tokens: multi-word translations ("慢查询" ↔ "slow query") work through their
-parts ("慢" ↔ "slow", "查询" ↔ "query").
+One equivalence group per line. Each entry is a word that `engine.tokenize` reads as a single
+query token (jieba's precise segmentation for Chinese); the table holds the entries as the
+tokenizer produces them (lowercase, stemmed: `expired` → `expir`), so any inflection of an
+English entry finds the group. A test checks every entry. Only single tokens: multi-word
+translations ("慢查询" ↔ "slow query") work through their parts ("慢" ↔ "slow", "查询" ↔
+"query"). The vocabulary is that of operations runbooks in general (hosts, networks, queues,
+databases, certificates, deployments), not of particular queries.
 """
 
 from __future__ import annotations
 
 import functools
+
+from lookup_knowledge.engine import tokenize
 
 _GROUPS = """
 内存 memory
@@ -101,14 +106,102 @@ _GROUPS = """
 服务 service
 可用 available availability
 不可 unavailable
+时钟 clock
+服务器 主机 server host
+均衡 balancer balancing
+平衡 balance
+缓冲 缓冲区 buffer buffering
+使用率 利用率 usage utilization
+校验 验证 verify verification validate validation
+落后 behind lag
+生产者 producer
+生产 produce production producer
+轮询 poll polling
+间隔 interval
+超过 exceed exceeded
+堆积 积压 backlog
+增长 增加 上升 grow growth increase
+就绪 ready readiness
+存活 liveness
+探针 probe
+分片 shard
+退出 exit
+内核 kernel
+中断 interrupt
+上下文 context
+代理 proxy
+路由 route routing
+防火墙 firewall
+监控 monitor monitoring
+指标 metric
+阈值 threshold
+水位 watermark
+部署 发布 deploy deployment release
+回滚 rollback
+扩容 scale scaling
+升级 upgrade
+版本 version
+客户端 client
+命令 command
+参数 parameter
+事务 transaction
+泄漏 泄露 leak
+栈 stack
+心跳 heartbeat
+会话 session
+握手 handshake
+签名 signature
+吊销 revoke revocation
+漂移 偏差 drift skew
+偏移 偏移量 offset
+分配 allocation allocate assign
+状态 status state
+红 red
+黄 yellow
+清理 cleanup clean
+删除 delete
+挂载 mount
+目录 directory
+报错 error
+异常 exception abnormal
+崩溃 crash
+启动 start startup
+并发 concurrency concurrent
+毫秒 millisecond ms
+流量 traffic
+调用 call invoke
+依赖 dependency
+下游 downstream
+转发 forward
+头 头部 header
+压缩 compress compression
+读取 read
+写入 write
+只读 readonly
+实例 instance
+容量 capacity
+扫描 scan
+重传 retransmit retransmission
+吞吐量 throughput
+峰值 peak
+瓶颈 bottleneck
+性能 performance
+优化 tune tuning optimize optimization
 """
+
+
+def entries() -> list[list[str]]:
+    """The groups as written, one list of words per line (for tests)."""
+    return [line.split() for line in _GROUPS.strip().splitlines()]
 
 
 @functools.cache
 def _equivalents() -> dict[str, frozenset[str]]:
     table: dict[str, set[str]] = {}
-    for line in _GROUPS.strip().splitlines():
-        group = set(line.split())
+    for words in entries():
+        # An entry that is not a single query token could never match one; the test that
+        # checks every entry keeps this filter from ever dropping anything.
+        group = {t[0] for t in map(tokenize.query_tokens, words) if len(t) == 1}
         for token in group:
             table.setdefault(token, set()).update(group)
     return {token: frozenset(group) for token, group in table.items()}

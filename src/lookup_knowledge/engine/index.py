@@ -1,10 +1,14 @@
 """The search index: BM25 (bm25s) recalls candidates, the coverage score grades and orders them.
 
-Each chunk is indexed as its title, breadcrumb and content; the title is given twice (it also
-opens the breadcrumb), which weights a document's topic over words used in passing. A search:
+Each chunk is indexed as its title, its document's front-matter `tags`, its breadcrumb and its
+content; the title is given twice (it also opens the breadcrumb), which weights a document's
+topic over words used in passing. Tags are the author's own summary of the topic, often in the
+other language or in the words people search with (`慢查询`, `slowlog`, `memory usage high`),
+so every section of a document inherits them like it inherits the title. A search:
 
-1. tokenizes the query (precise segmentation, stopwords dropped; no terms → no candidates)
-   and adds each term's Chinese/English equivalents from `engine.glossary`;
+1. tokenizes the query (precise segmentation, stopwords dropped, a Chinese word no chunk
+   contains re-read by the dictionary alone; no terms → no candidates) and adds each term's
+   Chinese/English equivalents from `engine.glossary`;
 2. scores every chunk allowed by the filters with BM25 and keeps the best `RECALL_LIMIT`
    chunks that share at least one term with the query (`recall_count`);
 3. grades each candidate with the absolute `quality_score` of `engine.scoring`, drops those
@@ -69,7 +73,7 @@ class _IndexedChunk:
     document: Document
     terms: frozenset[str]
     pairs: frozenset[tuple[str, str]]
-    text: str  # normalized title + breadcrumb + content, for CJK substring matches
+    text: str  # normalized title + tags + breadcrumb + content, for CJK substring matches
 
 
 class KnowledgeIndex:
@@ -80,8 +84,9 @@ class KnowledgeIndex:
         self._chunks: list[_IndexedChunk] = []
         corpus_tokens: list[list[str]] = []
         for document in self.documents:
+            tags = ", ".join(document.tags)
             for chunk in document.chunks:
-                text = f"{chunk.title}\n{chunk.breadcrumb}\n{chunk.content}"
+                text = "\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content))
                 tokens = tokenize.index_tokens(text)
                 corpus_tokens.append(tokens)
                 self._chunks.append(
@@ -96,6 +101,7 @@ class KnowledgeIndex:
         if not self._chunks:
             raise ValueError("cannot build an index without chunks")
         self._document_frequency = Counter(t for c in self._chunks for t in c.terms)
+        self._corpus_text = "\0".join(c.text for c in self._chunks)
         self._bm25 = bm25s.BM25()
         self._bm25.index(corpus_tokens, show_progress=False)
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
@@ -108,7 +114,7 @@ class KnowledgeIndex:
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
     ) -> SearchResult:
         """Chunks that cover at least half the query, best first, at most `top_k`."""
-        tokens = tokenize.query_tokens(query)
+        tokens = self._query_tokens(query)
         terms = list(dict.fromkeys(tokens))
         allowed = self._filter_mask(filters or {})
         if not terms or not allowed.any():
@@ -150,6 +156,32 @@ class KnowledgeIndex:
         )
         basis = None if hits else NoEvidenceBasis.ALL_BELOW_THRESHOLD
         return SearchResult(hits, len(candidates), basis)
+
+    def _query_tokens(self, query: str) -> list[str]:
+        """The query's tokens; a Chinese word no chunk contains is re-read by the dictionary.
+
+        jieba's HMM can glue a stopword onto a word (`有大`) or join characters into a word the
+        corpus never uses, which would then weigh as the rarest term. Such a word is replaced by
+        its dictionary reading when that reading has a word the corpus knows (`有大` → `大`),
+        and dropped when it is all stopwords; a truly unknown word (`红烧肉`) stays unknown.
+        """
+        tokens: list[str] = []
+        for token in tokenize.query_tokens(query):
+            if len(token) > 1 and tokenize.is_cjk_word(token) and not self._knows(token):
+                pieces = tokenize.dictionary_words(token)
+                if not pieces:
+                    continue
+                if pieces != [token] and any(self._knows(piece) for piece in pieces):
+                    tokens.extend(pieces)
+                    continue
+            tokens.append(token)
+        return tokens
+
+    def _knows(self, term: str) -> bool:
+        """Whether some chunk contains the term, a glossary equivalent, or (CJK) its text."""
+        if any(v in self._document_frequency for v in glossary.variants(term)):
+            return True
+        return len(term) > 1 and tokenize.is_cjk_word(term) and term in self._corpus_text
 
     def _filter_mask(self, filters: Mapping[str, str]) -> np.ndarray:
         return np.array(
