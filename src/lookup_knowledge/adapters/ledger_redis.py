@@ -13,6 +13,7 @@ the same body), so the client's single retry after a dropped connection is harml
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -120,6 +121,10 @@ class RedisLedger:
         self, client: aioredis.Redis | aioredis.RedisCluster, *, ttl_s: int, pending_ttl_s: int
     ) -> None:
         self._client = client
+        # A cluster client discovers its nodes on first use; concurrent first uses race inside
+        # redis-py and drop connections, so the first caller initialises it alone.
+        self._cluster_ready = not isinstance(client, aioredis.RedisCluster)
+        self._init_lock = asyncio.Lock()
         self._ttl_ms = ttl_s * 1000
         self._pending_ttl_ms = pending_ttl_s * 1000
         self._claim = client.register_script(_CLAIM)
@@ -158,6 +163,7 @@ class RedisLedger:
         """None when this caller now holds the PENDING claim; else the entry that blocks it."""
         args = [*_head(run_id, tool_call_id, token, query_sha256), self._pending_ttl_ms, _score()]
         with _store_errors("claim"):
+            await self._ready()
             reply = await self._claim(keys=self._keys(run_id, tool_call_id), args=args)
         if reply is None:
             return None
@@ -179,6 +185,7 @@ class RedisLedger:
             bytes(body), sha256_hex(body), evidence_status, self._ttl_ms, _score(),
         ]
         with _store_errors("complete"):
+            await self._ready()
             reply = await self._complete(keys=self._keys(run_id, tool_call_id), args=args)
         return bool(reply == 1)
 
@@ -190,6 +197,7 @@ class RedisLedger:
             *_head(run_id, tool_call_id, token, query_sha256), error_code, self._ttl_ms, _score(),
         ]
         with _store_errors("fail"):
+            await self._ready()
             reply = await self._fail(keys=self._keys(run_id, tool_call_id), args=args)
         return bool(reply == 1)
 
@@ -197,12 +205,14 @@ class RedisLedger:
         """The entry, or None when unknown or expired."""
         key = entry_key(run_id, tool_call_id)
         with _store_errors("read"):
+            await self._ready()
             fields = await cast(Any, self._client.hgetall(key))
         return _entry(fields) if fields else None
 
     async def list_run(self, run_id: str) -> list[LedgerEntry]:
         """The run's live entries, in the order they were first written."""
         with _store_errors("read"):
+            await self._ready()
             index = run_index_key(run_id)
             members: list[bytes] = await cast(Any, self._client.zrange(index, 0, -1))
             if not members:
@@ -217,7 +227,16 @@ class RedisLedger:
     async def ping(self) -> None:
         """PING the server (for /readyz)."""
         with _store_errors("ping"):
+            await self._ready()
             await cast(Any, self._client.ping())
+
+    async def _ready(self) -> None:
+        if self._cluster_ready:
+            return
+        async with self._init_lock:
+            if not self._cluster_ready:
+                await cast(aioredis.RedisCluster, self._client).initialize()
+                self._cluster_ready = True
 
     @staticmethod
     def _keys(run_id: str, tool_call_id: str) -> list[str]:
