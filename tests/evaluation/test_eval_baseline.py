@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lookup_knowledge.evaluation.report import (
+from lookup_knowledge.evaluation.baseline import (
     Baseline,
     BaselineError,
     CaseRecord,

@@ -6,6 +6,7 @@ runner.py    one query through the real adapter → postprocess → pack → ass
 checks.py    the behaviour assertions every case is judged by
 metrics.py   Hit@k, Recall@k, MRR, nDCG@k at document level; grade calibration
 suite.py     every case run, judged and aggregated
-report.py    the baseline, the diff against it, reports/latest.md
+baseline.py  the baseline and the diff of a run against it
+report.py    reports/latest.md
 cli.py       `lookup-knowledge eval [--live [URL]] [--record] [--update-baseline] ...`
 """

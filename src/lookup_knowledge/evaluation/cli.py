@@ -20,6 +20,16 @@ from pathlib import Path
 
 import httpx
 
+from lookup_knowledge.evaluation.baseline import (
+    DEFAULT_TOLERANCE,
+    Baseline,
+    BaselineError,
+    Comparison,
+    compare,
+    load_baseline,
+    save_baseline,
+    snapshot,
+)
 from lookup_knowledge.evaluation.cases import (
     CaseFileError,
     GoldenCase,
@@ -28,17 +38,7 @@ from lookup_knowledge.evaluation.cases import (
     load_pipeline_cases,
 )
 from lookup_knowledge.evaluation.fixtures import FixtureError, RecordingTransport
-from lookup_knowledge.evaluation.report import (
-    DEFAULT_TOLERANCE,
-    Baseline,
-    BaselineError,
-    Comparison,
-    compare,
-    load_baseline,
-    render_markdown,
-    save_baseline,
-    snapshot,
-)
+from lookup_knowledge.evaluation.report import render_markdown
 from lookup_knowledge.evaluation.runner import RunConfig, pyrag_over
 from lookup_knowledge.evaluation.suite import (
     METRIC_LABELS,
