@@ -236,3 +236,14 @@ async def test_healthz_answers_without_dependencies(open_client: OpenClient) -> 
         response = await client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+async def test_py_rag_own_relevance_level_is_ignored_for_grading(open_client: OpenClient) -> None:
+    body = pyrag_body(
+        [raw_hit("a#chunk-0", 0.3, relevance_level="PRECISE")], relevance_level="PRECISE"
+    )
+    async with open_client() as client, respx.mock() as mock:
+        mock.post(PYRAG_SEARCH_URL).respond(200, json=body)
+        response = await client.post(LOOKUP, json=request())
+    assert response.json()["evidence_status"] == "EVIDENCE_FOUND"
+    assert "relevance_level" not in response.json()  # 0.3 is under REFERENCE_THRESHOLD

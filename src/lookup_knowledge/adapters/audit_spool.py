@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from lookup_knowledge.adapters.audit_sql import json_safe
 from lookup_knowledge.domain.audit import AuditRecord
@@ -41,9 +40,9 @@ _RECORD_FIELDS = frozenset(f.name for f in fields(AuditRecord))
 
 def encode_record(record: AuditRecord) -> bytes:
     """One spool line: the record as JSON, newline-terminated."""
-    data: dict[str, Any] = {name: getattr(record, name) for name in _RECORD_FIELDS}
-    data["created_at"] = record.created_at.isoformat()
-    line = json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False, sort_keys=True)
+    line = json.dumps(
+        json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False, sort_keys=True
+    )
     return line.encode("utf-8") + b"\n"
 
 
@@ -120,9 +119,7 @@ class AuditSpool:
                 self._seal()
                 raise
             self._active_bytes += len(data)
-            self._counts[self._active_name] = self._counts.get(self._active_name, 0) + len(
-                records
-            )
+            self._counts[self._active_name] = self._counts.get(self._active_name, 0) + len(records)
 
     def replay(self, write: Callable[[list[AuditRecord]], None]) -> int:
         """Hand every unowned segment's rows to `write` in order, deleting each segment after.
@@ -230,8 +227,9 @@ class AuditSpool:
         try:
             return decode_record(line)
         except (ValueError, TypeError, KeyError) as exc:
-            log.error("audit spool: undecodable line in %s kept in %s (%s)", path.name,
-                      CORRUPT_FILE, exc)
+            log.error(
+                "audit spool: undecodable line in %s kept in %s (%s)", path.name, CORRUPT_FILE, exc
+            )
             self._keep(CORRUPT_FILE, line if line.endswith(b"\n") else line + b"\n")
             return None
 

@@ -216,10 +216,6 @@ def create_audit_engine(
     )
 
 
-def display_url(engine: Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
-
-
 def ping(engine: Engine) -> None:
     """SELECT 1; raises when the database cannot be reached."""
     with engine.connect() as conn:
