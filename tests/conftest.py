@@ -12,7 +12,7 @@ import pytest
 
 from lookup_knowledge.app import create_app
 from lookup_knowledge.domain.ports import AuditPort, LedgerPort
-from redis_cluster import redis_cluster
+from redis_servers import redis_cluster, redis_server
 from support import OpenClient, RecordingAudit, make_settings
 
 
@@ -42,4 +42,11 @@ def audit() -> RecordingAudit:
 def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A three-node Redis Cluster on free local ports for the whole session."""
     with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private redis-server on a free local port for the whole session (never the machine's)."""
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
         yield url

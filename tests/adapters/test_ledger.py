@@ -1,7 +1,8 @@
 """The evidence ledger (SPEC 5): one behaviour suite over the in-process and the Redis backend,
 then what only Redis has (keys, TTLs in the server, an unreachable server).
 
-Redis tests use the real server on 127.0.0.1:6379, database 11 only, flushed around each test.
+Redis tests use a real redis-server private to the test session (the `redis_url` fixture),
+flushed around each test.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 import pytest
 import redis.asyncio as aioredis
 from redis.crc import key_slot
-from redis.exceptions import RedisError
 
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.ledger_redis import (
@@ -28,7 +28,6 @@ from lookup_knowledge.adapters.ledger_redis import (
 from lookup_knowledge.domain.errors import LedgerUnavailable
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 
-REDIS_URL = "redis://127.0.0.1:6379/11"
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
 TTL_S = 3600
 PENDING_TTL_S = 30
@@ -63,28 +62,16 @@ class Backend:
     new_ledger: Callable[[], Ledger]  # another client onto the same store (racing writers)
 
 
-async def _reachable_redis() -> aioredis.Redis:
-    client = aioredis.Redis.from_url(REDIS_URL)
-    try:
-        await client.ping()
-    except RedisError:
-        await client.aclose()
-        pytest.fail("Redis at 127.0.0.1:6379 is not reachable (start it: see .ci/run)")
-    return client
-
-
 @pytest.fixture
-async def redis_client() -> AsyncIterator[aioredis.Redis]:
-    client = await _reachable_redis()
+async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
     await client.flushdb()
     yield client
     await client.flushdb()
     await client.aclose()
 
 
-async def _age_redis_keys(
-    client: aioredis.Redis | aioredis.RedisCluster, seconds: float
-) -> None:
+async def _age_redis_keys(client: aioredis.Redis | aioredis.RedisCluster, seconds: float) -> None:
     """Make Redis time pass: every key's TTL shrinks by `seconds`, lapsed keys go."""
     async for key in client.scan_iter(match="lk:*"):
         left = await client.pttl(key) - int(seconds * 1000)
@@ -113,13 +100,13 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         return
 
     cluster = request.param == "redis-cluster"
-    url = request.getfixturevalue("redis_cluster_url") if cluster else REDIS_URL
+    url = request.getfixturevalue("redis_cluster_url" if cluster else "redis_url")
     client: aioredis.Redis | aioredis.RedisCluster
     if cluster:
         client = aioredis.RedisCluster.from_url(url)
         await client.flushall()
     else:
-        client = await _reachable_redis()
+        client = aioredis.Redis.from_url(url)
         await client.flushdb()
     opened: list[RedisLedger] = []
 
@@ -151,7 +138,11 @@ async def _complete(
     ledger: Ledger, token: str = "t1", body: bytes = BODY, *, call: str = CALL
 ) -> bool:
     return await ledger.complete(
-        RUN, call, token=token, query_sha256=QUERY_SHA, body=body,
+        RUN,
+        call,
+        token=token,
+        query_sha256=QUERY_SHA,
+        body=body,
         evidence_status="EVIDENCE_FOUND",
     )
 
@@ -325,7 +316,9 @@ async def test_a_run_listing_holds_only_that_runs_entries_in_first_write_order(
 
     assert [e.tool_call_id for e in entries] == ["call_b", "call_a", "call_c"]
     assert [e.status for e in entries] == [
-        LedgerStatus.READY, LedgerStatus.PENDING, LedgerStatus.READY,
+        LedgerStatus.READY,
+        LedgerStatus.PENDING,
+        LedgerStatus.READY,
     ]
     assert await backend.ledger.list_run("run-unknown") == []
 
@@ -371,9 +364,7 @@ async def test_ready_and_failed_entries_live_for_the_ledger_ttl(backend: Backend
 async def test_exactly_one_of_many_concurrent_claims_wins(backend: Backend) -> None:
     ledgers = [backend.new_ledger() for _ in range(4)]
 
-    outcomes = await asyncio.gather(
-        *(_claim(ledgers[i % 4], f"t{i}") for i in range(32))
-    )
+    outcomes = await asyncio.gather(*(_claim(ledgers[i % 4], f"t{i}") for i in range(32)))
 
     assert sum(outcome is None for outcome in outcomes) == 1
 
@@ -434,11 +425,10 @@ async def test_racing_lookups_claim_once_and_only_the_winner_completes(backend: 
 
 
 @pytest.fixture
-async def redis_ledger(redis_client: aioredis.Redis) -> AsyncIterator[RedisLedger]:
-    ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+async def redis_ledger(redis_client: aioredis.Redis, redis_url: str) -> AsyncIterator[RedisLedger]:
+    ledger = RedisLedger.from_url(redis_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
     yield ledger
     await ledger.aclose()
-
 
 
 @pytest.mark.redis
@@ -451,7 +441,9 @@ async def test_redis_keys_put_the_run_id_in_a_hash_tag(
     keys = sorted(k.decode() if isinstance(k, bytes) else k for k in await redis_client.keys("*"))
 
     assert keys == [
-        "lk:ledger-run:{run-42}", "lk:ledger:{run-42}:call_x1", "lk:ledger:{run-42}:call_x2",
+        "lk:ledger-run:{run-42}",
+        "lk:ledger:{run-42}:call_x1",
+        "lk:ledger:{run-42}:call_x2",
     ]
     assert entry_key(RUN, CALL) == "lk:ledger:{run-42}:call_x1"
     assert run_index_key(RUN) == "lk:ledger-run:{run-42}"
@@ -525,8 +517,8 @@ async def test_a_foreign_value_under_a_ledger_key_is_not_served_as_evidence(
 
 
 @pytest.mark.redis
-async def test_the_redis_client_fails_fast_by_configuration() -> None:
-    ledger = RedisLedger.from_url(REDIS_URL, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+async def test_the_redis_client_fails_fast_by_configuration(redis_url: str) -> None:
+    ledger = RedisLedger.from_url(redis_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
     try:
         kwargs = ledger._client.connection_pool.connection_kwargs
         assert kwargs["socket_connect_timeout"] == CONNECT_TIMEOUT_S <= 2

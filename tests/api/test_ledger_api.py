@@ -1,6 +1,6 @@
 """SPEC 5 through the HTTP API: the ledger behind POST /lookup_knowledge and the /ledger routes.
 
-Parametrized over the in-process and the real Redis ledger (127.0.0.1:6379, database 11);
+Parametrized over the in-process and a real Redis ledger (a redis-server private to the session);
 py-rag is mocked by respx at the HTTP boundary.
 """
 
@@ -15,7 +15,6 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 import respx
-from redis.exceptions import RedisError
 
 from builders import pyrag_body, raw_hit
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
@@ -25,7 +24,6 @@ from lookup_knowledge.domain.ledger import LedgerEntry, sha256_hex
 from lookup_knowledge.guard import CitationKind, verify_citation
 from support import PYRAG_SEARCH_URL, OpenClient
 
-REDIS_URL = "redis://127.0.0.1:6379/11"
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
 LOOKUP = "/lookup_knowledge"
 RUN = "run-42"
@@ -50,14 +48,10 @@ async def ledger(request: pytest.FixtureRequest) -> AsyncIterator[Ledger]:
     if request.param == "memory":
         yield MemoryLedger(ttl_s=3600, pending_ttl_s=30)
         return
-    client = aioredis.Redis.from_url(REDIS_URL)
-    try:
-        await client.ping()
-    except RedisError:
-        await client.aclose()
-        pytest.fail("Redis at 127.0.0.1:6379 is not reachable (start it: see .ci/run)")
+    url = request.getfixturevalue("redis_url")
+    client = aioredis.Redis.from_url(url)
     await client.flushdb()
-    redis_ledger = RedisLedger.from_url(REDIS_URL, ttl_s=3600, pending_ttl_s=30)
+    redis_ledger = RedisLedger.from_url(url, ttl_s=3600, pending_ttl_s=30)
     yield redis_ledger
     await redis_ledger.aclose()
     await client.flushdb()
@@ -167,10 +161,16 @@ async def test_a_served_entry_is_enough_for_evidence_guard_to_verify_a_citation(
         served = await client.get(f"/ledger/{RUN}/{CALL}")
 
     cited = body["evidence"][1]["document_id"]
-    assert verify_citation(
-        served.content, run_id=RUN, kind=CitationKind.NORMAL, document_id=cited,
-        tool_call_id=CALL,
-    ) == []
+    assert (
+        verify_citation(
+            served.content,
+            run_id=RUN,
+            kind=CitationKind.NORMAL,
+            document_id=cited,
+            tool_call_id=CALL,
+        )
+        == []
+    )
     wrong = verify_citation(served.content, run_id="run-7", kind=CitationKind.NORMAL)
     assert [v.code for v in wrong] == ["RUN_MISMATCH"]
 
@@ -184,9 +184,7 @@ async def test_a_no_evidence_entry_supports_a_negative_observation(
         served = await client.get(f"/ledger/{RUN}/{CALL}")
 
     assert served.json()["evidence_status"] == "NO_EVIDENCE"
-    assert verify_citation(
-        served.content, run_id=RUN, kind=CitationKind.NEGATIVE_OBSERVATION
-    ) == []
+    assert verify_citation(served.content, run_id=RUN, kind=CitationKind.NEGATIVE_OBSERVATION) == []
 
 
 async def test_ready_ids_reused_with_another_query_are_a_conflict(
@@ -242,9 +240,10 @@ async def test_an_unreachable_redis_fails_the_lookup_closed_with_503(
 ) -> None:
     unreachable = RedisLedger.from_url(CLOSED_PORT_URL, ttl_s=3600, pending_ttl_s=30)
     try:
-        async with open_client(ledger=unreachable) as client, respx.mock(
-            assert_all_called=False
-        ) as mock:
+        async with (
+            open_client(ledger=unreachable) as client,
+            respx.mock(assert_all_called=False) as mock,
+        ):
             route = mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body(HITS))
             response = await client.post(LOOKUP, json=lookup())
             read = await client.get(f"/ledger/{RUN}/{CALL}")
@@ -309,7 +308,8 @@ async def test_a_run_listing_holds_its_entries_without_results(
     data = listing.json()
     assert data["run_id"] == RUN
     assert [(e["tool_call_id"], e["status"]) for e in data["entries"]] == [
-        ("call_1", "READY"), ("call_2", "FAILED"),
+        ("call_1", "READY"),
+        ("call_2", "FAILED"),
     ]
     assert all("result" not in e for e in data["entries"])
     assert data["entries"][0]["result_sha256"] is not None
@@ -318,8 +318,12 @@ async def test_a_run_listing_holds_its_entries_without_results(
 
 @pytest.mark.parametrize(
     "path",
-    ["/ledger/run%2042/call_x1", "/ledger/run-42/call%3Ax1", f"/ledger/{'r' * 129}/call_x1",
-     "/ledger/r%7Bx%7D"],
+    [
+        "/ledger/run%2042/call_x1",
+        "/ledger/run-42/call%3Ax1",
+        f"/ledger/{'r' * 129}/call_x1",
+        "/ledger/r%7Bx%7D",
+    ],
     ids=["space in run id", "colon in call id", "run id too long", "braces in run id"],
 )
 async def test_ids_outside_the_id_charset_are_invalid_requests(

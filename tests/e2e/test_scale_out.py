@@ -7,38 +7,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pymysql
 import pytest
 import redis
+from sqlalchemy import text
 
+from audit_support import mariadb_database, reader
 from process import free_port, running_service
 from stub_pyrag import StubPyrag
 
 pytestmark = [pytest.mark.process, pytest.mark.redis, pytest.mark.mysql]
 
-REDIS_DB = 13
-DATABASE = "lk_test_scale_out"
-
 
 @pytest.fixture
-def shared_stores() -> Iterator[dict[str, str]]:
-    r = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB)
-    r.flushdb()
-    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="")
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-        cur.execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4")
-    try:
-        yield {
-            "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
-            "AUDIT_DATABASE_URL": f"mysql+pymysql://root:@127.0.0.1:3306/{DATABASE}",
-        }
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {DATABASE}")
-        conn.close()
+def shared_stores(redis_url: str) -> Iterator[dict[str, str]]:
+    """The session's private Redis (flushed) and a uniquely named MariaDB database."""
+    with redis.Redis.from_url(redis_url) as r, mariadb_database() as database:
         r.flushdb()
-        r.close()
+        yield {
+            "REDIS_URL": redis_url,
+            "AUDIT_DATABASE_URL": database.render_as_string(hide_password=False),
+        }
+        r.flushdb()
 
 
 @pytest.fixture
@@ -89,14 +78,13 @@ def test_two_replicas_share_the_ledger_and_the_audit_table(
     assert len(winners) == 1
     assert stub_pyrag.calls == 2  # call-1 once, call-race once
 
-    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", database=DATABASE)
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT tool_call_id, replayed, success, error_code FROM tool_invocation "
-            "WHERE run_id = 'run-scale' ORDER BY id"
-        )
-        rows = cur.fetchall()
-    conn.close()
+    with reader(shared_stores["AUDIT_DATABASE_URL"]) as db, db.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT tool_call_id, replayed, success, error_code FROM tool_invocation "
+                "WHERE run_id = 'run-scale' ORDER BY id"
+            )
+        ).all()
     assert len(rows) == 2 + 8  # every call of both replicas, replays and conflicts included
     assert sum(1 for r in rows if r[1]) >= 1
 
