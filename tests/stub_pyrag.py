@@ -38,7 +38,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class StubPyrag(ThreadingHTTPServer):
-    """Answers every search with the SPEC 4.6 worked example, after `delay_s`."""
+    """Answers every search with the worked example of docs/pipeline.md, after `delay_s`."""
 
     def __init__(self, delay_s: float = 0.0) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -1,4 +1,4 @@
-"""What one lookup leaves in the audit table: the row and its `retrieval_details` (SPEC 6)."""
+"""What one lookup leaves in the audit table: its row and `retrieval_details` (docs/audit.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Client-side citation verifier for EvidenceGuard implementers (SPEC 5).
+"""Client-side citation verifier for EvidenceGuard implementers (docs/ledger.md).
+
+See docs/ledger.md#what-a-verifier-relies-on for the checks.
 
 `verify_citation` takes a ledger entry as served by `GET /ledger/{run_id}/{tool_call_id}`
 and says whether a citation made by an agent may rest on it. It returns every violation
@@ -9,7 +11,7 @@ entry JSON as it stands (a small scan of the top-level object with the standard 
 decoder), re-encoded as UTF-8 and hashed. It is not re-serialized, so any whitespace,
 key order or escaping that differs from what the agent received is caught as
 SHA_MISMATCH rather than normalized away. The same raw bytes are what
-`RagToolResult.model_validate_json` checks strictly against the contract of SPEC 4.5.
+`RagToolResult.model_validate_json` checks strictly against docs/agent-contract.md.
 """
 
 from __future__ import annotations
@@ -189,7 +191,7 @@ def _top_level_spans(text: str) -> dict[str, list[tuple[int, int]]]:
 
 
 def _shape_problems(raw: bytes, result: RagToolResult) -> list[str]:
-    """SPEC 4.5 rules a field-by-field schema cannot express."""
+    """Rules of docs/agent-contract.md that a field-by-field schema cannot express."""
     problems: list[str] = []
     data: dict[str, Any] = json.loads(raw)
     if result.returned_count != len(result.evidence):

@@ -1,4 +1,7 @@
-"""The one orchestrator: ledger claim → py-rag → pipeline → ledger READY → audit (SPEC 2)."""
+"""The one orchestrator: ledger claim → py-rag → pipeline → ledger READY → audit.
+
+See docs/pipeline.md#data-path.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings from the environment and `.env`, named exactly as SPEC 8; validated at start-up."""
+"""Settings from the environment and `.env`, validated at start-up (docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
 
-# Largest id the API accepts (SPEC 7), used to prove the byte budget can always hold a result.
+# Largest id the API accepts (docs/http-api.md#request-limits), used to prove the byte budget can
+# always hold a result.
 MAX_ID_CHARS = 128
 
 
@@ -19,28 +20,28 @@ class Settings(BaseSettings):
         env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
     )
 
-    # py-rag (SPEC 3)
+    # py-rag (docs/configuration.md#py-rag)
     pyrag_base_url: str | None = None
     pyrag_timeout_s: float = Field(5.0, gt=0, le=300)
     pyrag_top_k: int = Field(20, ge=1, le=200)
     pyrag_mode: str = Field("hybrid", min_length=1)
     pyrag_docs_dir: Path | None = None
 
-    # ledger (SPEC 5)
+    # ledger (docs/configuration.md#ledger)
     redis_url: SecretStr | None = None
     redis_cluster: bool = False  # REDIS_URL names a Redis Cluster node (keys hash-tag the run)
     ledger_ttl_s: int = Field(604800, ge=1)
     ledger_pending_ttl_s: int = Field(60, ge=1)
 
-    # audit (SPEC 6)
+    # audit (docs/configuration.md#audit)
     audit_database_url: SecretStr = SecretStr("sqlite:///./var/audit.db")
     audit_spool_dir: Path = Path("./var/audit-spool")
 
-    # auth (SPEC 7)
+    # auth (docs/configuration.md#auth)
     lookup_api_tokens: SecretStr | None = None
     ledger_api_tokens: SecretStr | None = None
 
-    # pipeline policy (SPEC 4)
+    # pipeline policy and contract bounds (docs/configuration.md#pipeline-policy)
     max_chunks_per_document: int = Field(2, ge=1)
     return_n: int = Field(5, ge=1)
     precise_threshold: float = Field(0.75, ge=0, le=1)

@@ -1,4 +1,4 @@
-"""The `tool_invocation` table (SPEC 6): schema creation and upgrade, what a row holds.
+"""The `tool_invocation` table (docs/audit.md): schema creation and upgrade, what a row holds.
 
 The same suite runs on a SQLite file and on the real MariaDB (see tests/audit_support.py).
 """

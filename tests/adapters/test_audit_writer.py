@@ -1,4 +1,6 @@
-"""The audit writer (SPEC 6): batches in a thread, spools while the database is away, loses nothing.
+"""The audit writer: batches in a thread, spools while the database is away, loses nothing.
+
+See docs/audit.md#durability.
 
 The same suite runs on a SQLite file and on the real MariaDB. "Unreachable" is a MySQL URL on a
 port nothing listens on; the outage of a live database is in test_audit_outage.

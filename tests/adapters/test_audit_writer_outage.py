@@ -1,4 +1,4 @@
-"""An outage of the real MariaDB while rows keep coming (SPEC 6: never blocks, never loses a row).
+"""An outage of the real MariaDB while rows keep coming (docs/audit.md#durability).
 
 The writer reaches MariaDB through a TCP proxy the test cuts (connections refused and reset),
 freezes (a blackhole) and restores; the test reads the database directly, past the proxy.

@@ -1,4 +1,4 @@
-"""The evidence ledger (SPEC 5): one behaviour suite over the in-process and the Redis backend,
+"""The evidence ledger (docs/ledger.md): one behaviour suite over the in-process and Redis backend,
 then what only Redis has (keys, TTLs in the server, an unreachable server).
 
 Redis tests use a real redis-server private to the test session (the `redis_url` fixture),

@@ -1,4 +1,7 @@
-"""SPEC 3 and 4.1: the py-rag client and its anti-corruption mapping, py-rag mocked by respx."""
+"""The py-rag client and its anti-corruption mapping, py-rag mocked by respx.
+
+See docs/pyrag-api.md and docs/pipeline.md#adapter.
+"""
 
 from __future__ import annotations
 

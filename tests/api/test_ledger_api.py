@@ -1,4 +1,4 @@
-"""SPEC 5 through the HTTP API: the ledger behind POST /lookup_knowledge and the /ledger routes.
+"""docs/ledger.md through the HTTP API: the ledger behind POST /lookup_knowledge, /ledger routes.
 
 Parametrized over the in-process and a real Redis ledger (a redis-server private to the session);
 py-rag is mocked by respx at the HTTP boundary.

@@ -1,4 +1,7 @@
-"""SPEC 4.6 and 7 through the HTTP API, py-rag mocked by respx at the HTTP boundary."""
+"""The worked example and the HTTP API through the app, py-rag mocked by respx at the boundary.
+
+See docs/pipeline.md#worked-example and docs/http-api.md.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lookups through the HTTP app while the audit database is down (SPEC 6, issue 4).
+"""Lookups through the HTTP app while the audit database is down (docs/audit.md#durability).
 
 The app (ASGITransport, py-rag mocked by respx) audits through the real `AuditWriter` into a
 real MariaDB reached through a TCP proxy the test cuts and restores. Lookups must keep

@@ -1,4 +1,4 @@
-"""The py-rag API v1 (SPEC 3) as the service's adapter sees it, over ASGITransport."""
+"""The py-rag API v1 (docs/pyrag-api.md) as the service's adapter sees it, over ASGITransport."""
 
 from __future__ import annotations
 

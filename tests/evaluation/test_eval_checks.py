@@ -1,4 +1,4 @@
-"""Behaviour assertions: the case's own expectations and the SPEC 4 rules as an oracle."""
+"""Behaviour assertions: the case's own expectations and the docs/pipeline.md rules as an oracle."""
 
 from __future__ import annotations
 

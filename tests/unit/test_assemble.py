@@ -1,4 +1,4 @@
-"""SPEC 4.4: the assembler carries everything and decides only `found`."""
+"""docs/pipeline.md#assemble: the assembler carries everything and decides only `found`."""
 
 from __future__ import annotations
 

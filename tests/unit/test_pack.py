@@ -1,4 +1,4 @@
-"""SPEC 4.3: the char-budgeted context pack."""
+"""docs/pipeline.md#pack: the char-budgeted context pack."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 4.2: order, dedup, caps and grading."""
+"""docs/pipeline.md#postprocess: order, dedup, caps and grading."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 4.5: the projector's gates over a serialized LookupResult."""
+"""docs/pipeline.md#project: the projector's gates over a serialized LookupResult."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 8: settings from the environment and `.env`, validated at start-up."""
+"""docs/configuration.md: settings from the environment and `.env`, validated at start-up."""
 
 from __future__ import annotations
 

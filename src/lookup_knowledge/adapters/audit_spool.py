@@ -1,4 +1,4 @@
-"""Durable local spool for audit rows while the database is unreachable (SPEC 6: nothing lost).
+"""Durable local spool for audit rows while the database is unreachable (docs/audit.md#durability).
 
 Layout: `segment-<time_ns>-<pid>-<random>.jsonl` files under the spool directory, one record per
 line, appended and fsync'd before `append` returns. A writer holds an exclusive `flock` on the

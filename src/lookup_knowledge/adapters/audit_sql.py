@@ -1,4 +1,6 @@
-"""The `tool_invocation` table (SPEC 6): definition, engine, idempotent schema upgrade, inserts.
+"""The `tool_invocation` table: definition, engine, idempotent schema upgrade, inserts.
+
+The table's columns and durability promise are described in docs/audit.md.
 
 Schema management is an idempotent "create, then add what is missing" run at start-up rather
 than Alembic: the audit trail is one append-only table that only ever grows (new nullable or

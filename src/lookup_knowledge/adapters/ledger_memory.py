@@ -1,4 +1,6 @@
-"""In-process evidence ledger: the embedded default when REDIS_URL is unset (SPEC 5).
+"""In-process evidence ledger: the embedded default when REDIS_URL is unset.
+
+See docs/ledger.md#backends.
 
 It lives in ONE process and is lost on restart: with several workers, a lookup and the
 ledger read that verifies it could land in different processes, which is why settings

@@ -1,4 +1,6 @@
-"""Evidence ledger in Redis (SPEC 5): one hash per tool call, one sorted-set index per run.
+"""Evidence ledger in Redis: one hash per tool call, one sorted-set index per run.
+
+See docs/ledger.md#key-layout.
 
 Keys put the run id in a hash tag so that a run's entry keys and its index share one
 Redis Cluster slot, which is what lets a Lua script touch both:

@@ -1,4 +1,4 @@
-"""The py-rag client and its anti-corruption layer (SPEC 3, 4.1).
+"""The py-rag client and its anti-corruption layer (docs/pyrag-api.md, docs/pipeline.md#adapter).
 
 py-rag's raw JSON stays inside this module; the pipeline only ever sees KnowledgeSearchHit.
 Bad hits never crash a call: they are dropped and counted, and bad scores count as 0.

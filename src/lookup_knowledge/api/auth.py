@@ -1,4 +1,6 @@
-"""Bearer-token auth with two roles (SPEC 7): `lookup` for agents, `ledger` for EvidenceGuard.
+"""Bearer-token auth with two roles: `lookup` for agents, `ledger` for EvidenceGuard.
+
+See docs/http-api.md#auth.
 
 A role whose token list is unset is open (the app warns at start-up). A valid token of the
 other role is 403, anything else 401. Every configured token is compared in constant time,

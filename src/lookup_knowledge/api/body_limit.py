@@ -1,4 +1,4 @@
-"""Refuse request bodies over 64 KiB (SPEC 7) before anything parses them."""
+"""Refuse request bodies over 64 KiB before anything parses them (docs/http-api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one place that turns errors into SPEC 7's envelope `{"error": {code, message, details}}`."""
+"""The one place that turns errors into the envelope of docs/errors.md#envelope."""
 
 from __future__ import annotations
 

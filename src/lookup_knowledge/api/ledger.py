@@ -1,4 +1,4 @@
-"""The ledger read routes EvidenceGuard uses (SPEC 5, 7)."""
+"""The ledger read routes EvidenceGuard uses (docs/ledger.md#read-routes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One row of the `tool_invocation` audit table (SPEC 6), as the service hands it over."""
+"""One row of the `tool_invocation` audit table (docs/audit.md), as the service hands it over."""
 
 from __future__ import annotations
 

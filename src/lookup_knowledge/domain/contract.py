@@ -1,4 +1,7 @@
-"""The frozen agent contract, `RagToolResult` (SPEC 4.5): exactly these keys, strictly typed."""
+"""The frozen agent contract, `RagToolResult`: exactly these keys, strictly typed.
+
+See docs/agent-contract.md.
+"""
 
 from __future__ import annotations
 

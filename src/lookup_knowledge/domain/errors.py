@@ -1,4 +1,4 @@
-"""The one error tree of the service; `api.errors` maps it to the SPEC 7 envelope.
+"""The one error tree of the service; `api.errors` maps it to the envelope of docs/errors.md.
 
 LookupKnowledgeError                 500 INTERNAL_ERROR
 ├── InvalidRequest                   400/422 INVALID_REQUEST
@@ -10,7 +10,9 @@ LookupKnowledgeError                 500 INTERNAL_ERROR
 ├── UpstreamError                    502 UPSTREAM_ERROR   (py-rag unreachable, non-2xx, bad body)
 │   └── UpstreamTimeout              504 UPSTREAM_TIMEOUT
 ├── LedgerUnavailable                503 LEDGER_UNAVAILABLE
-└── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed, SPEC 4.5 step 5)
+└── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed)
+
+Fail closed: docs/pipeline.md#byte-budget.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The evidence ledger entry (SPEC 5): what EvidenceGuard reads to verify a citation."""
+"""The evidence ledger entry: what EvidenceGuard reads to verify a citation (docs/ledger.md)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def sha256_hex(data: bytes | str) -> str:
 
 
 def utc_now_iso() -> str:
-    """Millisecond UTC timestamp as the spec writes it: 2026-11-30T10:00:00.123Z."""
+    """Millisecond UTC timestamp as docs/ledger.md#entry shows it: 2026-11-30T10:00:00.123Z."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

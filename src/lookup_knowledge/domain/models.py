@@ -1,4 +1,4 @@
-"""Frozen domain types that the pipeline stations pass to each other (SPEC 4)."""
+"""Frozen domain types that the pipeline stations pass to each other (docs/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class EvidenceStatus(StrEnum):
 
 
 class KnowledgeSearchHit(_Frozen):
-    """One py-rag hit after the anti-corruption layer (SPEC 4.1)."""
+    """One py-rag hit after the anti-corruption layer (docs/pipeline.md#adapter)."""
 
     evidence_key: str
     doc_id: str
@@ -95,7 +95,10 @@ class ContextPack(_Frozen):
 
 
 class LookupResult(_Frozen):
-    """The internal full truth of one lookup (SPEC 4.4); the projector reads it as JSON."""
+    """The internal full truth of one lookup; the projector reads it as JSON.
+
+    See docs/pipeline.md#assemble.
+    """
 
     found: bool
     query: str

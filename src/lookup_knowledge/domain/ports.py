@@ -23,7 +23,7 @@ class SearchPort(Protocol):
 
 
 class LedgerPort(Protocol):
-    """The evidence ledger (SPEC 5). Every method raises LedgerUnavailable when the store fails.
+    """The evidence ledger (docs/ledger.md). Every method raises LedgerUnavailable on failure.
 
     Transitions are atomic in the store, never read-then-write in Python:
       claim:    absent or FAILED -> PENDING(token, ttl=pending_ttl); else the existing entry
@@ -64,7 +64,7 @@ class LedgerPort(Protocol):
 
 
 class AuditPort(Protocol):
-    """The audit trail (SPEC 6): never blocks the event loop, never fails a lookup."""
+    """The audit trail (docs/audit.md): never blocks the event loop, never fails a lookup."""
 
     def submit(self, record: AuditRecord) -> None:
         """Queue one row; returns at once."""

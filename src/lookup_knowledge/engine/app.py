@@ -1,4 +1,4 @@
-"""HTTP face of the engine: py-rag API v1 (SPEC 3) over a `KnowledgeIndex`.
+"""HTTP face of the engine: py-rag API v1 (docs/pyrag-api.md) over a `KnowledgeIndex`.
 
 `create_engine_app` builds the index inside the factory, not in a lifespan, because the
 service mounts the app through `httpx.ASGITransport`, which never runs lifespans.

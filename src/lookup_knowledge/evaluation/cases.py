@@ -62,7 +62,7 @@ class GoldenCase(_Frozen):
 
 
 class PipelineExpectation(_Frozen):
-    """Everything about the agent's answer is asserted: these cases pin the SPEC 4 rules."""
+    """Everything about the agent's answer is asserted: these cases pin docs/pipeline.md."""
 
     evidence_status: EvidenceStatus
     evidence: tuple[str, ...]  # the citation coordinates (document_id), in order

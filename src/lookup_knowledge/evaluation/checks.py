@@ -1,8 +1,8 @@
 """The behaviour assertions every case is judged by.
 
-Two kinds: what the case itself expects (`expect.*`), and the SPEC 4 rules restated as an
+Two kinds: what the case itself expects (`expect.*`), and the docs/pipeline.md rules restated as an
 oracle over the hits the adapter produced (`rule.*`): the agent's evidence must be exactly
-the selection SPEC 4.2 makes from them, graded from the rank-first hit, inside the contract
+the selection the postprocess makes from them, graded from the rank-first hit, inside the contract
 bounds. The oracle is written independently of `pipeline/` on purpose: a station that breaks
 a rule disagrees with it on real retrieval data, whatever the metrics say.
 """
@@ -71,7 +71,7 @@ def check_pipeline_expectation(expect: PipelineExpectation, result: RagToolResul
 
 
 def check_rules(run: CaseRun, config: RunConfig) -> list[Failure]:
-    """SPEC 4.2 and 4.5 on this case's data: selection, grade, contract bounds."""
+    """docs/pipeline.md#postprocess and #project on this case's data: selection, grade, bounds."""
     result = run.result
     failures: list[Failure] = []
     hits = sorted(run.outcome.hits, key=lambda hit: hit.original_rank)
@@ -87,7 +87,7 @@ def check_rules(run: CaseRun, config: RunConfig) -> list[Failure]:
         failures.append(
             Failure(
                 "rule.selection",
-                f"SPEC 4.2 selects {list(selected)} from the hits in rank order; "
+                f"the postprocess selects {list(selected)} from the hits in rank order; "
                 f"the agent got {list(got)}",
             )
         )
@@ -130,7 +130,7 @@ def check_rules(run: CaseRun, config: RunConfig) -> list[Failure]:
 def expected_selection(
     hits: Iterable[KnowledgeSearchHit], *, max_chunks_per_document: int, return_n: int
 ) -> tuple[str, ...]:
-    """The evidence keys SPEC 4.2 keeps from hits given in rank order."""
+    """The evidence keys the postprocess (docs/pipeline.md#postprocess) keeps from ranked hits."""
     keys: list[str] = []
     per_document: Counter[str] = Counter()
     for hit in hits:

@@ -36,7 +36,7 @@ class RunConfig:
 
     @classmethod
     def defaults(cls) -> RunConfig:
-        """The documented defaults of SPEC 8, whatever the environment says."""
+        """The documented defaults (docs/configuration.md), whatever the environment says."""
         settings = Settings.model_construct()
         return cls(
             pipeline=settings.pipeline_limits,

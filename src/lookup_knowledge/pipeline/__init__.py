@@ -1,1 +1,1 @@
-"""The pure stations of SPEC 4: postprocess → pack → assemble → project."""
+"""The pure stations of docs/pipeline.md: postprocess → pack → assemble → project."""

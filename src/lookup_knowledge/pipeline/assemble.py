@@ -1,4 +1,4 @@
-"""Station 4 (SPEC 4.4): put the internal full truth of one lookup together."""
+"""Station 4 (docs/pipeline.md#assemble): put the internal full truth of one lookup together."""
 
 from __future__ import annotations
 

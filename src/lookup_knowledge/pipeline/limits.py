@@ -1,4 +1,7 @@
-"""Policy numbers of the pipeline (SPEC 4, 8), passed explicitly to each station."""
+"""Policy numbers of the pipeline, passed explicitly to each station.
+
+See docs/pipeline.md and docs/configuration.md#pipeline-policy.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Station 3 (SPEC 4.3): render the blocks into a char-budgeted context for humans and replays."""
+"""Station 3 (docs/pipeline.md#pack): the blocks as a char-budgeted context for humans, replays."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Station 2 (SPEC 4.2): rank order, de-duplication, caps and grading."""
+"""Station 2 (docs/pipeline.md#postprocess): rank order, de-duplication, caps and grading."""
 
 from __future__ import annotations
 

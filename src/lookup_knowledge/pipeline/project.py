@@ -1,4 +1,4 @@
-"""Station 5 (SPEC 4.5): project a serialized LookupResult into the frozen agent contract.
+"""Station 5 (docs/pipeline.md#project): a serialized LookupResult into the frozen agent contract.
 
 The projector reads JSON, not the Python object, so internal models can change while the
 contract stays fixed; it accepts snake_case and camelCase keys. Every cut sets `truncated`.

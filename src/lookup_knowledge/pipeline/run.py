@@ -1,4 +1,7 @@
-"""The stations in their order, from the adapter's hits to the agent's bytes (SPEC 2)."""
+"""The stations in their order, from the adapter's hits to the agent's bytes.
+
+See docs/pipeline.md#data-path.
+"""
 
 from __future__ import annotations
 
