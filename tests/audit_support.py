@@ -74,8 +74,9 @@ def reader(url: str | URL) -> Iterator[Engine]:
 
 def all_rows(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        result = conn.execute(audit_sql.tool_invocation.select().order_by(
-            audit_sql.tool_invocation.c.id))
+        result = conn.execute(
+            audit_sql.tool_invocation.select().order_by(audit_sql.tool_invocation.c.id)
+        )
         return [dict(row._mapping) for row in result]
 
 
@@ -105,8 +106,13 @@ def make_record(n: int = 0, **overrides: Any) -> AuditRecord:
         "retrieval_details": {
             "retrieval_trace": {"mode": "hybrid", "recall_count": 20},
             "evidence_status": "supported",
-            "evidence_refs": [{"raw_path": "$.evidence[0]", "document_id": "gw#chunk-1",
-                               "text": "Check the upstream timeout first"}],
+            "evidence_refs": [
+                {
+                    "raw_path": "$.evidence[0]",
+                    "document_id": "gw#chunk-1",
+                    "text": "Check the upstream timeout first",
+                }
+            ],
         },
         "output_preview": '{"evidence_status":"EVIDENCE_FOUND"}',
         "duration_ms": 42,

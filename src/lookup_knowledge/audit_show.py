@@ -20,8 +20,19 @@ from lookup_knowledge.settings import Settings
 
 QUERY_PREVIEW_CHARS = 40
 
-_COLUMNS = ("time (UTC)", "tool_call_id", "status", "evidence", "level", "cand/blk/ret",
-            "trunc", "ms", "upstream", "replayed", "query")
+_COLUMNS = (
+    "time (UTC)",
+    "tool_call_id",
+    "status",
+    "evidence",
+    "level",
+    "cand/blk/ret",
+    "trunc",
+    "ms",
+    "upstream",
+    "replayed",
+    "query",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,8 +89,9 @@ def render_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     status = "ok" if row["success"] else (row["error_code"] or "FAILED")
-    counts = "/".join(_text(row[k]) for k in ("candidate_count", "evidence_block_count",
-                                                 "returned_count"))
+    counts = "/".join(
+        _text(row[k]) for k in ("candidate_count", "evidence_block_count", "returned_count")
+    )
     query = " ".join(str(row["query"]).split())
     if len(query) > QUERY_PREVIEW_CHARS:
         query = query[: QUERY_PREVIEW_CHARS - 1] + "…"

@@ -94,24 +94,40 @@ def verify_citation(
 
     found: list[Violation] = []
     if entry["run_id"] != run_id:
-        found.append(_v(ViolationCode.RUN_MISMATCH,
-                        f"entry belongs to run {entry['run_id']!r}, not {run_id!r}"))
+        found.append(
+            _v(
+                ViolationCode.RUN_MISMATCH,
+                f"entry belongs to run {entry['run_id']!r}, not {run_id!r}",
+            )
+        )
     if tool_call_id is not None and entry["tool_call_id"] != tool_call_id:
-        found.append(_v(ViolationCode.TOOL_CALL_MISMATCH,
-                        f"entry is for tool call {entry['tool_call_id']!r}, not {tool_call_id!r}"))
+        found.append(
+            _v(
+                ViolationCode.TOOL_CALL_MISMATCH,
+                f"entry is for tool call {entry['tool_call_id']!r}, not {tool_call_id!r}",
+            )
+        )
     if entry["status"] != LedgerStatus.READY:
         found.append(_v(ViolationCode.NOT_READY, f"entry status is {entry['status']!r}"))
         return found  # no result was shown to the agent; nothing further to compare
 
     if entry.get("evidence_status") != kind.required_status:
-        found.append(_v(ViolationCode.KIND_MISMATCH,
-                        f"a {kind.value} citation needs {kind.required_status.value}, "
-                        f"the entry has {entry.get('evidence_status')!r}"))
+        found.append(
+            _v(
+                ViolationCode.KIND_MISMATCH,
+                f"a {kind.value} citation needs {kind.required_status.value}, "
+                f"the entry has {entry.get('evidence_status')!r}",
+            )
+        )
 
     result_spans = spans.get("result", [])
     if len(result_spans) != 1:
-        found.append(_v(ViolationCode.CONTRACT_VIOLATION,
-                        f"entry must hold exactly one `result`, it holds {len(result_spans)}"))
+        found.append(
+            _v(
+                ViolationCode.CONTRACT_VIOLATION,
+                f"entry must hold exactly one `result`, it holds {len(result_spans)}",
+            )
+        )
         return found
     start, end = result_spans[0]
     raw = text[start:end].encode("utf-8")
@@ -119,8 +135,12 @@ def verify_citation(
     expected_sha = entry.get("result_sha256")
     actual_sha = sha256_hex(raw)
     if expected_sha != actual_sha:
-        found.append(_v(ViolationCode.SHA_MISMATCH,
-                        f"result bytes hash to {actual_sha}, entry says {expected_sha!r}"))
+        found.append(
+            _v(
+                ViolationCode.SHA_MISMATCH,
+                f"result bytes hash to {actual_sha}, entry says {expected_sha!r}",
+            )
+        )
 
     try:
         result = RagToolResult.model_validate_json(raw)
@@ -129,22 +149,35 @@ def verify_citation(
             f"{'.'.join(str(p) for p in err['loc']) or '<result>'}: {err['msg']}"
             for err in exc.errors()
         )
-        found.append(_v(ViolationCode.CONTRACT_VIOLATION,
-                        f"result is not the contract: {problems}"))
+        found.append(
+            _v(ViolationCode.CONTRACT_VIOLATION, f"result is not the contract: {problems}")
+        )
         return found
 
     found.extend(_v(ViolationCode.CONTRACT_VIOLATION, p) for p in _shape_problems(raw, result))
     if result.evidence_status != entry.get("evidence_status"):
-        found.append(_v(ViolationCode.CONTRACT_VIOLATION,
-                        f"result says {result.evidence_status.value}, "
-                        f"the entry says {entry.get('evidence_status')!r}"))
+        found.append(
+            _v(
+                ViolationCode.CONTRACT_VIOLATION,
+                f"result says {result.evidence_status.value}, "
+                f"the entry says {entry.get('evidence_status')!r}",
+            )
+        )
     if result.tool_call_id != entry["tool_call_id"]:
-        found.append(_v(ViolationCode.TOOL_CALL_MISMATCH,
-                        f"result is for tool call {result.tool_call_id!r}, "
-                        f"the entry for {entry['tool_call_id']!r}"))
+        found.append(
+            _v(
+                ViolationCode.TOOL_CALL_MISMATCH,
+                f"result is for tool call {result.tool_call_id!r}, "
+                f"the entry for {entry['tool_call_id']!r}",
+            )
+        )
     if document_id is not None and document_id not in {e.document_id for e in result.evidence}:
-        found.append(_v(ViolationCode.DOCUMENT_NOT_IN_RESULT,
-                        f"document {document_id!r} is not among the evidence the agent was shown"))
+        found.append(
+            _v(
+                ViolationCode.DOCUMENT_NOT_IN_RESULT,
+                f"document {document_id!r} is not among the evidence the agent was shown",
+            )
+        )
     return found
 
 
@@ -195,12 +228,15 @@ def _shape_problems(raw: bytes, result: RagToolResult) -> list[str]:
     problems: list[str] = []
     data: dict[str, Any] = json.loads(raw)
     if result.returned_count != len(result.evidence):
-        problems.append(f"returned_count {result.returned_count} but "
-                        f"{len(result.evidence)} evidence items")
+        problems.append(
+            f"returned_count {result.returned_count} but {len(result.evidence)} evidence items"
+        )
     has_evidence = bool(result.evidence)
     if has_evidence != (result.evidence_status is EvidenceStatus.EVIDENCE_FOUND):
-        problems.append(f"evidence_status {result.evidence_status.value} with "
-                        f"{len(result.evidence)} evidence items")
+        problems.append(
+            f"evidence_status {result.evidence_status.value} with "
+            f"{len(result.evidence)} evidence items"
+        )
     if result.relevance_level is not None and not has_evidence:
         problems.append("relevance_level present without evidence")
     for key in ("evidence", "relevance_level"):
@@ -231,8 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.url is not None:
-            entry = _fetch(args.url, args.run_id, args.tool_call_id,
-                           token=args.token, timeout_s=args.timeout)
+            entry = _fetch(
+                args.url, args.run_id, args.tool_call_id, token=args.token, timeout_s=args.timeout
+            )
         else:
             entry = _read(args.entry_file)
     except _CliError as exc:
@@ -271,15 +308,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Check one agent citation against the evidence ledger.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--url", metavar="BASE",
-                        help="service base URL; fetches BASE/ledger/RUN_ID/TOOL_CALL_ID")
-    source.add_argument("--entry-file", metavar="FILE",
-                        help="a ledger entry saved as JSON ('-' reads stdin)")
+    source.add_argument(
+        "--url", metavar="BASE", help="service base URL; fetches BASE/ledger/RUN_ID/TOOL_CALL_ID"
+    )
+    source.add_argument(
+        "--entry-file", metavar="FILE", help="a ledger entry saved as JSON ('-' reads stdin)"
+    )
     parser.add_argument("--token", help="bearer token for the /ledger routes")
     parser.add_argument("--run-id", required=True, help="the run that made the citation")
     parser.add_argument("--tool-call-id", help="the cited tool call (required with --url)")
-    parser.add_argument("--kind", required=True, type=_kind,
-                        help="NORMAL or NEGATIVE_OBSERVATION")
+    parser.add_argument("--kind", required=True, type=_kind, help="NORMAL or NEGATIVE_OBSERVATION")
     parser.add_argument("--document-id", help="the cited evidence[].document_id")
     parser.add_argument("--timeout", type=float, default=5.0, help="HTTP timeout in seconds")
     return parser

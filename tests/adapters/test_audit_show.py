@@ -17,14 +17,23 @@ from lookup_knowledge.domain.audit import AuditRecord
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with database(request.param, tmp_path) as url, reader(url) as engine:
         audit_sql.ensure_schema(engine)
-        audit_sql.insert_records(engine, [
-            make_record(2, tool_call_id="call_b", replayed=True, upstream_ms=None),
-            make_record(1, tool_call_id="call_a"),
-            AuditRecord(run_id="run-42", tool_call_id="call_c", query="网关 超时\n排查" * 10,
-                        success=False, error_code="UPSTREAM_TIMEOUT", duration_ms=5003,
-                        created_at=make_record(3).created_at),
-            make_record(4, run_id="run-other", tool_call_id="call_other"),
-        ])
+        audit_sql.insert_records(
+            engine,
+            [
+                make_record(2, tool_call_id="call_b", replayed=True, upstream_ms=None),
+                make_record(1, tool_call_id="call_a"),
+                AuditRecord(
+                    run_id="run-42",
+                    tool_call_id="call_c",
+                    query="网关 超时\n排查" * 10,
+                    success=False,
+                    error_code="UPSTREAM_TIMEOUT",
+                    duration_ms=5003,
+                    created_at=make_record(3).created_at,
+                ),
+                make_record(4, run_id="run-other", tool_call_id="call_other"),
+            ],
+        )
         yield url
 
 
@@ -39,12 +48,40 @@ def test_a_runs_calls_are_listed_in_order_with_status_level_counts_and_timings(
     assert lines[0] == "run run-42: 3 call(s)"
     assert lines[1].split()[:3] == ["time", "(UTC)", "tool_call_id"]
     a, b, c = lines[3:6]
-    assert a.split()[:10] == ["2026-11-30", "10:00:00.124", "call_a", "ok", "EVIDENCE_FOUND",
-                              "PRECISE", "8/5/5", "no", "42", "30"]
-    assert b.split()[2:11] == ["call_b", "ok", "EVIDENCE_FOUND", "PRECISE", "8/5/5", "no", "42",
-                               "-", "yes"]
-    assert c.split()[2:11] == ["call_c", "UPSTREAM_TIMEOUT", "-", "-", "-/-/-", "-", "5003",
-                               "-", "no"]
+    assert a.split()[:10] == [
+        "2026-11-30",
+        "10:00:00.124",
+        "call_a",
+        "ok",
+        "EVIDENCE_FOUND",
+        "PRECISE",
+        "8/5/5",
+        "no",
+        "42",
+        "30",
+    ]
+    assert b.split()[2:11] == [
+        "call_b",
+        "ok",
+        "EVIDENCE_FOUND",
+        "PRECISE",
+        "8/5/5",
+        "no",
+        "42",
+        "-",
+        "yes",
+    ]
+    assert c.split()[2:11] == [
+        "call_c",
+        "UPSTREAM_TIMEOUT",
+        "-",
+        "-",
+        "-/-/-",
+        "-",
+        "5003",
+        "-",
+        "no",
+    ]
     assert "call_other" not in out
     assert "\n排查" not in out  # the query is one line, cut short
     assert c.endswith("…")
@@ -58,7 +95,9 @@ def test_a_run_with_no_calls_says_so_and_exits_1(
 
 
 def test_the_configured_database_is_used_when_no_url_is_given(
-    url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no stray .env

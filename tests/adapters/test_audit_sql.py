@@ -42,8 +42,10 @@ def columns(engine: Engine) -> set[str]:
 
 
 def index_columns(engine: Engine) -> dict[tuple[str, ...], bool]:
-    return {tuple(str(c) for c in i["column_names"]): bool(i["unique"])
-            for i in inspect(engine).get_indexes("tool_invocation")}
+    return {
+        tuple(str(c) for c in i["column_names"]): bool(i["unique"])
+        for i in inspect(engine).get_indexes("tool_invocation")
+    }
 
 
 def stored(engine: Engine, record: AuditRecord) -> dict[str, Any]:
@@ -62,11 +64,29 @@ def test_an_empty_database_gets_the_table_with_every_spec_column_and_index(
 
     assert actions == ["created table tool_invocation"]
     assert columns(engine) >= {
-        "id", "run_id", "tool_call_id", "step_id", "tool_name", "query", "success",
-        "error_code", "evidence_status", "relevance_level", "top_quality_score",
-        "candidate_count", "evidence_block_count", "returned_count", "truncated",
-        "retrieval_layer", "retrieval_details", "output_preview", "duration_ms", "upstream_ms",
-        "replayed", "created_at", "invocation_id",
+        "id",
+        "run_id",
+        "tool_call_id",
+        "step_id",
+        "tool_name",
+        "query",
+        "success",
+        "error_code",
+        "evidence_status",
+        "relevance_level",
+        "top_quality_score",
+        "candidate_count",
+        "evidence_block_count",
+        "returned_count",
+        "truncated",
+        "retrieval_layer",
+        "retrieval_details",
+        "output_preview",
+        "duration_ms",
+        "upstream_ms",
+        "replayed",
+        "created_at",
+        "invocation_id",
     }
     indexes = index_columns(engine)
     assert ("run_id", "tool_call_id") in indexes
@@ -99,9 +119,17 @@ def test_a_table_from_an_older_version_is_upgraded_in_place_and_keeps_its_rows(
     )
     older.create(engine)
     with engine.begin() as conn:
-        conn.execute(insert(older), {"run_id": "run-old", "tool_call_id": "call_old",
-                                     "tool_name": "lookup_knowledge", "query": "旧的查询",
-                                     "success": True, "created_at": datetime(2026, 1, 1)})
+        conn.execute(
+            insert(older),
+            {
+                "run_id": "run-old",
+                "tool_call_id": "call_old",
+                "tool_name": "lookup_knowledge",
+                "query": "旧的查询",
+                "success": True,
+                "created_at": datetime(2026, 1, 1),
+            },
+        )
 
     actions = audit_sql.ensure_schema(engine)
 
@@ -112,7 +140,11 @@ def test_a_table_from_an_older_version_is_upgraded_in_place_and_keeps_its_rows(
     assert columns(engine) >= {c.name for c in audit_sql.tool_invocation.columns}
     [old] = all_rows(engine)
     assert (old["run_id"], old["query"], old["replayed"], old["retrieval_layer"]) == (
-        "run-old", "旧的查询", False, "py-rag")
+        "run-old",
+        "旧的查询",
+        False,
+        "py-rag",
+    )
     record = make_record(1)
     assert stored(engine, record)["retrieval_details"] == record.retrieval_details
     assert audit_sql.ensure_schema(engine) == []
@@ -173,8 +205,7 @@ def test_a_successful_lookup_round_trips_every_column(table: Engine) -> None:
     assert row["evidence_status"] == "EVIDENCE_FOUND"
     assert row["relevance_level"] == "PRECISE"
     assert row["top_quality_score"] == pytest.approx(0.9147)
-    assert (row["candidate_count"], row["evidence_block_count"], row["returned_count"]) == (
-        8, 5, 5)
+    assert (row["candidate_count"], row["evidence_block_count"], row["returned_count"]) == (8, 5, 5)
     assert row["truncated"] is False
     assert row["retrieval_layer"] == "py-rag"
     assert row["retrieval_details"] == record.retrieval_details
@@ -187,9 +218,16 @@ def test_a_successful_lookup_round_trips_every_column(table: Engine) -> None:
 def test_an_upstream_failure_is_a_row_with_its_error_code_and_no_evidence_fields(
     table: Engine,
 ) -> None:
-    record = AuditRecord(run_id="run-42", tool_call_id="call_f", query="q", success=False,
-                         error_code="UPSTREAM_TIMEOUT", duration_ms=5001, upstream_ms=5000,
-                         retrieval_details={"error": {"code": "UPSTREAM_TIMEOUT"}})
+    record = AuditRecord(
+        run_id="run-42",
+        tool_call_id="call_f",
+        query="q",
+        success=False,
+        error_code="UPSTREAM_TIMEOUT",
+        duration_ms=5001,
+        upstream_ms=5000,
+        retrieval_details={"error": {"code": "UPSTREAM_TIMEOUT"}},
+    )
 
     row = stored(table, record)
 
@@ -215,9 +253,16 @@ def test_a_negative_observation_keeps_its_no_evidence_reference(table: Engine) -
         "adapter": {"hit_count": 0, "dropped_invalid": 0},
         "evidence_refs": [{"raw_path": "$.no_evidence"}],
     }
-    record = make_record(2, evidence_status="NO_EVIDENCE", relevance_level=None,
-                         top_quality_score=None, candidate_count=0, evidence_block_count=0,
-                         returned_count=0, retrieval_details=details)
+    record = make_record(
+        2,
+        evidence_status="NO_EVIDENCE",
+        relevance_level=None,
+        top_quality_score=None,
+        candidate_count=0,
+        evidence_block_count=0,
+        returned_count=0,
+        retrieval_details=details,
+    )
 
     row = stored(table, record)
 
@@ -234,8 +279,12 @@ def test_output_preview_is_bounded_to_2000_characters(table: Engine) -> None:
 
 
 def test_values_no_column_could_hold_are_bounded_not_refused(table: Engine) -> None:
-    record = make_record(4, query="长" * 20000, top_quality_score=float("nan"),
-                         retrieval_details={"score": float("inf"), "when": datetime(2026, 1, 1)})
+    record = make_record(
+        4,
+        query="长" * 20000,
+        top_quality_score=float("nan"),
+        retrieval_details={"score": float("inf"), "when": datetime(2026, 1, 1)},
+    )
 
     row = stored(table, record)
 
@@ -275,4 +324,7 @@ def test_a_run_is_read_back_in_the_order_its_calls_happened(table: Engine) -> No
     audit_sql.insert_records(table, [make_record(9, run_id="run-other")])
 
     assert [r["tool_call_id"] for r in audit_sql.fetch_run(table, "run-42")] == [
-        "call_1", "call_2", "call_3"]
+        "call_1",
+        "call_2",
+        "call_3",
+    ]

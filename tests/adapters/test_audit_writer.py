@@ -183,15 +183,19 @@ def test_unreachable_database_rows_wait_in_the_spool_with_a_warning(
 
     assert writer.spool_depth() == 20
     assert writer.spooling
-    lines = [json.loads(line) for seg in segments(spool_dir)
-             for line in seg.read_bytes().splitlines()]
+    lines = [
+        json.loads(line) for seg in segments(spool_dir) for line in seg.read_bytes().splitlines()
+    ]
     assert [line["tool_call_id"] for line in lines] == [f"call_{n}" for n in range(20)]
     assert any("spooling rows to" in r.getMessage() for r in caplog.records)
     wait_until(lambda: any("still unreachable" in r.getMessage() for r in caplog.records))
 
 
 def test_the_spool_survives_a_restart_and_is_written_exactly_once_in_order(
-    writers: list[AuditWriter], url: str, spool_dir: Path, db: Engine,
+    writers: list[AuditWriter],
+    url: str,
+    spool_dir: Path,
+    db: Engine,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="lookup_knowledge.adapters.audit_writer")
@@ -285,14 +289,20 @@ def test_a_row_the_database_refuses_is_kept_aside_and_the_others_are_written(
     audit_sql.ensure_schema(db)
     with db.begin() as conn:
         if db.dialect.name == "sqlite":
-            conn.execute(text(
-                "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation "
-                "WHEN NEW.query = 'poison' BEGIN SELECT RAISE(ABORT, 'poison row'); END"))
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation "
+                    "WHEN NEW.query = 'poison' BEGIN SELECT RAISE(ABORT, 'poison row'); END"
+                )
+            )
         else:
-            conn.execute(text(
-                "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation FOR EACH ROW "
-                "IF NEW.query = 'poison' THEN "
-                "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poison row'; END IF"))
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation FOR EACH ROW "
+                    "IF NEW.query = 'poison' THEN "
+                    "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poison row'; END IF"
+                )
+            )
     batch = [*records(0, 3), make_record(3, query="poison"), *records(4, 3)]
     writer = start(writers, url, spool_dir)
 

@@ -65,8 +65,13 @@ def open_writer(
 ) -> OpenWriter:
     def open_writer(**timeouts: int) -> AuditWriter:
         url = mariadb.set(host="127.0.0.1", port=proxy.port)
-        writer = AuditWriter.open(url.render_as_string(hide_password=False), tmp_path / "spool",
-                                  retry_initial_s=0.05, retry_max_s=0.3, **timeouts)
+        writer = AuditWriter.open(
+            url.render_as_string(hide_password=False),
+            tmp_path / "spool",
+            retry_initial_s=0.05,
+            retry_max_s=0.3,
+            **timeouts,
+        )
         writers.append(writer)
         writer.start()
         return writer
@@ -135,8 +140,12 @@ async def test_an_outage_spanning_a_writer_restart_loses_and_duplicates_nothing(
     open_writer: OpenWriter, proxy: TcpProxy, db: Engine
 ) -> None:
     first = open_writer()
-    before, down_first, down_second, after = batch(0, 30), batch(30, 70), batch(100, 50), batch(
-        150, 30)
+    before, down_first, down_second, after = (
+        batch(0, 30),
+        batch(30, 70),
+        batch(100, 50),
+        batch(150, 30),
+    )
     await submit_paced(first, before)
     assert first.flush(timeout=30)
 
@@ -148,7 +157,8 @@ async def test_an_outage_spanning_a_writer_restart_loses_and_duplicates_nothing(
     second = open_writer()
     await submit_paced(second, down_second)
     await asyncio.to_thread(
-        wait_until, lambda: second.spool_depth() == len(down_first) + len(down_second))
+        wait_until, lambda: second.spool_depth() == len(down_first) + len(down_second)
+    )
     assert stored_ids(db) == ids(before)
 
     proxy.start()

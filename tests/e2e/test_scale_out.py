@@ -109,4 +109,3 @@ def test_several_workers_serve_with_redis_and_aggregate_metrics(
         if line.startswith("lk_lookups_total{")
     )
     assert total == 6  # aggregated across both worker processes
-

@@ -105,9 +105,7 @@ tool_invocation = Table(
     Column("output_preview", Text(), nullable=True),
     Column("duration_ms", Integer(), nullable=False, server_default=text("0")),
     Column("upstream_ms", Integer(), nullable=True),
-    Column(
-        "replayed", Boolean(create_constraint=False), nullable=False, server_default=false()
-    ),
+    Column("replayed", Boolean(create_constraint=False), nullable=False, server_default=false()),
     Column(
         "created_at",
         DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb"),
@@ -122,18 +120,20 @@ tool_invocation = Table(
 
 # MySQL/MariaDB errors caused by the row itself; PyMySQL reports several of these as
 # OperationalError, so the class alone cannot tell them from an unreachable server.
-_MYSQL_ROW_ERRORS = frozenset({
-    1048,  # column cannot be null
-    1264,  # out of range value
-    1265,  # data truncated
-    1292,  # incorrect value
-    1366,  # incorrect string value (e.g. bad utf8mb4)
-    1406,  # data too long
-    1644,  # SIGNAL from a trigger
-    3140,  # invalid JSON text
-    3819,  # MySQL check constraint violated
-    4025,  # MariaDB CONSTRAINT_FAILED
-})
+_MYSQL_ROW_ERRORS = frozenset(
+    {
+        1048,  # column cannot be null
+        1264,  # out of range value
+        1265,  # data truncated
+        1292,  # incorrect value
+        1366,  # incorrect string value (e.g. bad utf8mb4)
+        1406,  # data too long
+        1644,  # SIGNAL from a trigger
+        3140,  # invalid JSON text
+        3819,  # MySQL check constraint violated
+        4025,  # MariaDB CONSTRAINT_FAILED
+    }
+)
 
 
 def is_row_error(exc: BaseException) -> bool:
@@ -412,4 +412,3 @@ def fetch_run(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     )
     with engine.connect() as conn:
         return [dict(row._mapping) for row in conn.execute(query)]
-

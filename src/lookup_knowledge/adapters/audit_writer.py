@@ -105,9 +105,7 @@ class AuditWriter:
         with self._state_lock:
             if self._thread is not None or self._closed:
                 return
-            self._thread = threading.Thread(
-                target=self._run, name="audit-writer", daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
             self._thread.start()
         # A process that exits without `close` still flushes (daemon threads die silently).
         atexit.register(self._close_at_exit)
@@ -127,8 +125,9 @@ class AuditWriter:
             self._spool.append([record])
             self._spool.close()
         except Exception:
-            log.exception("audit row for %s/%s could not be queued", record.run_id,
-                          record.tool_call_id)
+            log.exception(
+                "audit row for %s/%s could not be queued", record.run_id, record.tool_call_id
+            )
 
     def spool_depth(self) -> int:
         return self._spool.depth() + len(self._held)
@@ -197,8 +196,9 @@ class AuditWriter:
         except OSError:
             log.exception("audit: %d rows could not be spooled at close and are lost", len(rows))
         else:
-            log.warning("audit: %d rows spooled at close (%d waiting)", len(rows),
-                        self._spool.depth())
+            log.warning(
+                "audit: %d rows spooled at close (%d waiting)", len(rows), self._spool.depth()
+            )
 
     # --- the writer thread ---
 
@@ -277,9 +277,14 @@ class AuditWriter:
             except Exception as exc:
                 if not audit_sql.is_row_error(exc):
                     raise
-                log.error("audit row %s (%s/%s) refused by the database, kept in %s: %s",
-                          record.invocation_id, record.run_id, record.tool_call_id,
-                          self._spool.directory / REJECTED_FILE, _brief(exc))
+                log.error(
+                    "audit row %s (%s/%s) refused by the database, kept in %s: %s",
+                    record.invocation_id,
+                    record.run_id,
+                    record.tool_call_id,
+                    self._spool.directory / REJECTED_FILE,
+                    _brief(exc),
+                )
                 self._spool.reject(record, _brief(exc))
 
     def _to_spool(self, batch: list[AuditRecord]) -> None:
@@ -312,21 +317,29 @@ class AuditWriter:
         self._retry_delay_s = self._retry_initial_s
         self._next_orphan_check = time.monotonic() + self._orphan_check_s
         if was_spooling or replayed:
-            log.warning("audit database reachable: %d spooled rows written, spool drained",
-                        replayed)
+            log.warning(
+                "audit database reachable: %d spooled rows written, spool drained", replayed
+            )
 
     def _enter_spooling(self, exc: BaseException) -> None:
         self._schema_ready = False  # e.g. "no such table": re-check before the next write
         if not self._spooling:
             self._spooling = True
             self._retry_delay_s = self._retry_initial_s
-            log.warning("audit database unreachable (%s): spooling rows to %s (%d waiting)",
-                        _brief(exc), self._spool.directory, self.spool_depth())
+            log.warning(
+                "audit database unreachable (%s): spooling rows to %s (%d waiting)",
+                _brief(exc),
+                self._spool.directory,
+                self.spool_depth(),
+            )
         else:
             self._retry_delay_s = min(self._retry_delay_s * 2, self._retry_max_s)
-            log.warning("audit database still unreachable (%s): %d rows spooled, "
-                        "next retry in %.1fs", _brief(exc), self.spool_depth(),
-                        self._retry_delay_s)
+            log.warning(
+                "audit database still unreachable (%s): %d rows spooled, next retry in %.1fs",
+                _brief(exc),
+                self.spool_depth(),
+                self._retry_delay_s,
+            )
         self._next_retry = time.monotonic() + self._retry_delay_s
 
 

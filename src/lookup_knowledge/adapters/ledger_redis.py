@@ -51,7 +51,8 @@ end
 
 # KEYS: entry, run index
 # ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, ttl_ms, score
-_CLAIM = """
+_CLAIM = (
+    """
 local cur = redis.call('HMGET', KEYS[1], 'status', 'token')
 if cur[1] == 'PENDING' and cur[2] == ARGV[4] then
   return false
@@ -63,13 +64,17 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
   'status', 'PENDING', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
-""" + _TOUCH_INDEX + """
+"""
+    + _TOUCH_INDEX
+    + """
 return false
 """
+)
 
 # ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at,
 #       body, result_sha256, evidence_status, ttl_ms, score
-_COMPLETE = """
+_COMPLETE = (
+    """
 local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'result_sha256', 'created_at')
 if cur[1] == 'READY' then
   if cur[2] == ARGV[4] and cur[3] == ARGV[8] then return 1 end
@@ -83,12 +88,16 @@ redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_na
   'status', 'READY', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[4] or ARGV[6],
   'body', ARGV[7], 'result_sha256', ARGV[8], 'evidence_status', ARGV[9])
 redis.call('PEXPIRE', KEYS[1], ARGV[10])
-""" + _TOUCH_INDEX + """
+"""
+    + _TOUCH_INDEX
+    + """
 return 1
 """
+)
 
 # ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, error, ttl_ms, score
-_FAIL = """
+_FAIL = (
+    """
 local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'created_at')
 if cur[1] == 'READY' then
   return 0
@@ -101,9 +110,12 @@ redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_na
   'status', 'FAILED', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[3] or ARGV[6],
   'error', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
-""" + _TOUCH_INDEX + """
+"""
+    + _TOUCH_INDEX
+    + """
 return 1
 """
+)
 
 
 def entry_key(run_id: str, tool_call_id: str) -> str:
@@ -134,9 +146,7 @@ class RedisLedger:
         self._fail = client.register_script(_FAIL)
 
     @classmethod
-    def from_url(
-        cls, url: str, *, ttl_s: int, pending_ttl_s: int, cluster: bool = False
-    ) -> Self:
+    def from_url(cls, url: str, *, ttl_s: int, pending_ttl_s: int, cluster: bool = False) -> Self:
         """Build the pooled client (short timeouts, one immediate retry); connects lazily.
 
         With `cluster`, `url` names any node of a Redis Cluster: a run's keys share one slot
@@ -184,7 +194,11 @@ class RedisLedger:
         """Write READY with the exact response bytes; False if another writer got there first."""
         args = [
             *_head(run_id, tool_call_id, token, query_sha256),
-            bytes(body), sha256_hex(body), evidence_status, self._ttl_ms, _score(),
+            bytes(body),
+            sha256_hex(body),
+            evidence_status,
+            self._ttl_ms,
+            _score(),
         ]
         with _store_errors("complete"):
             await self._ready()
@@ -196,7 +210,10 @@ class RedisLedger:
     ) -> bool:
         """Write FAILED with the error code; False if the entry is READY or claimed by another."""
         args = [
-            *_head(run_id, tool_call_id, token, query_sha256), error_code, self._ttl_ms, _score(),
+            *_head(run_id, tool_call_id, token, query_sha256),
+            error_code,
+            self._ttl_ms,
+            _score(),
         ]
         with _store_errors("fail"):
             await self._ready()

@@ -29,47 +29,76 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.http_requests = Counter(
-            "lk_http_requests", "HTTP requests by route and status",
-            ["method", "route", "status"], registry=r,
+            "lk_http_requests",
+            "HTTP requests by route and status",
+            ["method", "route", "status"],
+            registry=r,
         )
         self.http_latency = Histogram(
-            "lk_http_request_duration_seconds", "HTTP request latency by route",
-            ["method", "route"], buckets=LATENCY_BUCKETS, registry=r,
+            "lk_http_request_duration_seconds",
+            "HTTP request latency by route",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.lookup_latency = Histogram(
-            "lk_lookup_duration_seconds", "Whole lookup latency", buckets=LATENCY_BUCKETS,
+            "lk_lookup_duration_seconds",
+            "Whole lookup latency",
+            buckets=LATENCY_BUCKETS,
             registry=r,
         )
         self.stage_latency = Histogram(
-            "lk_lookup_stage_duration_seconds", "Lookup latency per stage",
-            ["stage"], buckets=LATENCY_BUCKETS, registry=r,
+            "lk_lookup_stage_duration_seconds",
+            "Lookup latency per stage",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.lookups = Counter(
-            "lk_lookups", "Lookups by outcome (ok or the error code)", ["outcome"], registry=r,
+            "lk_lookups",
+            "Lookups by outcome (ok or the error code)",
+            ["outcome"],
+            registry=r,
         )
         self.evidence_status = Counter(
-            "lk_lookup_evidence_status", "Answered lookups by evidence_status",
-            ["evidence_status"], registry=r,
+            "lk_lookup_evidence_status",
+            "Answered lookups by evidence_status",
+            ["evidence_status"],
+            registry=r,
         )
         self.relevance_level = Counter(
-            "lk_lookup_relevance_level", "Answered lookups by relevance_level (NONE if absent)",
-            ["relevance_level"], registry=r,
+            "lk_lookup_relevance_level",
+            "Answered lookups by relevance_level (NONE if absent)",
+            ["relevance_level"],
+            registry=r,
         )
         self.truncated = Counter(
-            "lk_lookup_truncated", "Answered lookups by truncated flag", ["truncated"], registry=r,
+            "lk_lookup_truncated",
+            "Answered lookups by truncated flag",
+            ["truncated"],
+            registry=r,
         )
         self.pyrag_errors = Counter(
-            "lk_pyrag_errors", "py-rag failures by kind", ["kind"], registry=r,
+            "lk_pyrag_errors",
+            "py-rag failures by kind",
+            ["kind"],
+            registry=r,
         )
         self.ledger_conflicts = Counter(
-            "lk_ledger_conflicts", "Lookups refused with 409 CONFLICT", registry=r,
+            "lk_ledger_conflicts",
+            "Lookups refused with 409 CONFLICT",
+            registry=r,
         )
         self.ledger_replays = Counter(
-            "lk_ledger_replays", "Lookups answered from the ledger (replays)", registry=r,
+            "lk_ledger_replays",
+            "Lookups answered from the ledger (replays)",
+            registry=r,
         )
         self.audit_spool_depth = Gauge(
-            "lk_audit_spool_depth", "Audit rows waiting in the local spool",
-            registry=r, multiprocess_mode="livemax",
+            "lk_audit_spool_depth",
+            "Audit rows waiting in the local spool",
+            registry=r,
+            multiprocess_mode="livemax",
         )
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
