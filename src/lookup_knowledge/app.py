@@ -150,5 +150,5 @@ def create_app(
 def create_served_app() -> FastAPI:
     """The factory `lookup-knowledge serve` hands to uvicorn (once per worker process)."""
     settings = Settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     return create_app(settings)

@@ -3,35 +3,49 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
+from lookup_knowledge import __version__, preflight
+from lookup_knowledge.observability.logs import configure_logging
 from lookup_knowledge.settings import Settings
 
+log = logging.getLogger("lookup_knowledge")
 
-def _load_settings() -> Settings:
+PYRAG_DEFAULT_PORT = 8090
+
+
+def _settings_or_exit(*, bind: bool, **overrides: object) -> Settings:
+    """Settings that passed every start-up check; else one line per problem and exit 2."""
     try:
-        return Settings()
-    except ValidationError as exc:
-        lines = [
-            f"  {'.'.join(map(str, e['loc'])).upper() or 'settings'}: {e['msg']}"
-            for e in exc.errors()
-        ]
-        print("invalid configuration:\n" + "\n".join(lines), file=sys.stderr)
-        raise SystemExit(2) from None
+        settings = preflight.load_settings(bind=bind, **overrides)
+    except preflight.ConfigurationError as exc:
+        print(str(exc), file=sys.stderr)
+        raise SystemExit(preflight.EXIT_CONFIGURATION) from None
+    return settings
 
 
-def serve(_: argparse.Namespace) -> int:
+def _flags_to_environment(args: argparse.Namespace, names: Sequence[str]) -> None:
+    """Flags win over the environment by becoming it, so every worker process agrees."""
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None:
+            os.environ[name.upper()] = str(value)
+
+
+def serve(args: argparse.Namespace) -> int:
     """Run the service with uvicorn on HOST:PORT with WORKERS processes."""
-    import os
     import tempfile
 
     import uvicorn
 
-    settings = _load_settings()
+    _flags_to_environment(args, ("host", "port", "workers"))
+    settings = _settings_or_exit(bind=True)
+    configure_logging(settings.log_level, settings.log_format)
+    log_banner(settings)
     if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Several processes: metrics are aggregated through prometheus-client's files.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lk-metrics-")
@@ -48,11 +62,55 @@ def serve(_: argparse.Namespace) -> int:
     return 0
 
 
+def log_banner(settings: Settings) -> None:
+    """One start-up record: where the service listens and which backends it uses."""
+    if settings.pyrag_base_url is not None:
+        engine = f"py-rag at {settings.pyrag_base_url}"
+    else:
+        engine = f"embedded engine over {settings.pyrag_docs_dir or 'the bundled knowledge base'}"
+    if settings.redis_url is None:
+        ledger = "in-process (lost on restart)"
+    else:
+        kind = "Redis Cluster" if settings.redis_cluster else "Redis"
+        ledger = f"{kind} at {preflight.masked_url(settings.redis_url.get_secret_value())}"
+    audit_url = settings.audit_database_url.get_secret_value()
+    sqlite_file = audit_url.removeprefix("sqlite:///")
+    audit = f"SQLite file {sqlite_file}" if sqlite_file != audit_url else audit_url
+    audit = preflight.masked_url(audit)
+    workers = f"{settings.workers} worker{'s' if settings.workers > 1 else ''}"
+    log.info(
+        "lookup-knowledge %s on http://%s:%d (%s)\n  engine: %s\n  ledger: %s\n"
+        "  audit:  %s (spool %s)\n  data:   %s",
+        __version__,
+        settings.host,
+        settings.port,
+        workers,
+        engine,
+        ledger,
+        audit,
+        settings.audit_spool_dir,
+        settings.data_dir,
+    )
+    if settings.redis_url is None:
+        log.warning(
+            "the evidence ledger is in process memory: entries are lost when the service "
+            "stops (set REDIS_URL to keep them)"
+        )
+
+
 def pyrag_serve(args: argparse.Namespace) -> int:
-    """Run the embedded py-rag compatible engine on its own."""
+    """Run the embedded py-rag compatible engine on its own (HOST, PORT, PYRAG_DOCS_DIR)."""
     from lookup_knowledge.engine.app import run_standalone
 
-    run_standalone(args.docs, args.host, args.port)
+    _flags_to_environment(args, ("host", "port"))
+    if args.docs is not None:
+        os.environ["PYRAG_DOCS_DIR"] = str(args.docs)
+    # The engine alone: a PYRAG_BASE_URL meant for the service does not concern it.
+    # PORT when it is set, else the engine's own default (the service keeps 8080).
+    port = {} if os.environ.get("PORT", "").strip() else {"port": PYRAG_DEFAULT_PORT}
+    settings = _settings_or_exit(bind=True, pyrag_base_url=None, **port)
+    configure_logging(settings.log_level, settings.log_format)
+    run_standalone(settings.pyrag_docs_dir, settings.host, settings.port)
     return 0
 
 
@@ -63,17 +121,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve_cmd = commands.add_parser("serve", help="serve the HTTP API (settings from env/.env)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="serve the HTTP API (settings from the environment and .env; flags win)",
+    )
+    serve_cmd.add_argument("--host", help="listen address (HOST, default 127.0.0.1)")
+    serve_cmd.add_argument("--port", type=int, help="listen port (PORT, default 8080)")
+    serve_cmd.add_argument("--workers", type=int, help="worker processes (WORKERS, default 1)")
+    serve_cmd.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     serve_cmd.set_defaults(handler=serve)
 
     pyrag = commands.add_parser("pyrag", help="the embedded py-rag compatible engine")
     pyrag_commands = pyrag.add_subparsers(dest="pyrag_command", required=True)
     pyrag_serve_cmd = pyrag_commands.add_parser("serve", help="serve the engine over HTTP")
     pyrag_serve_cmd.add_argument(
-        "--docs", type=Path, default=None, help="folder of Markdown files (default: the bundled KB)"
+        "--docs",
+        type=Path,
+        default=None,
+        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
     )
-    pyrag_serve_cmd.add_argument("--host", default="127.0.0.1")
-    pyrag_serve_cmd.add_argument("--port", type=int, default=8090)
+    pyrag_serve_cmd.add_argument("--host", help="listen address (HOST, default 127.0.0.1)")
+    pyrag_serve_cmd.add_argument(
+        "--port", type=int, help=f"listen port (PORT, default {PYRAG_DEFAULT_PORT})"
+    )
     pyrag_serve_cmd.set_defaults(handler=pyrag_serve)
 
     verify = commands.add_parser(

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Self
+from typing import Any, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
 
+AUDIT_URL_SCHEMES = ("sqlite", "mysql+pymysql")
+REDIS_URL_SCHEMES = ("redis", "rediss", "unix")
 # Largest id the API accepts (docs/http-api.md#request-limits), used to prove the byte budget can
 # always hold a result.
 MAX_ID_CHARS = 128
@@ -24,7 +26,7 @@ class Settings(BaseSettings):
     pyrag_base_url: str | None = None
     pyrag_timeout_s: float = Field(5.0, gt=0, le=300)
     pyrag_top_k: int = Field(20, ge=1, le=200)
-    pyrag_mode: str = Field("hybrid", min_length=1)
+    pyrag_mode: str = Field("hybrid", min_length=1, max_length=32)
     pyrag_docs_dir: Path | None = None
 
     # ledger (docs/configuration.md#ledger)
@@ -33,7 +35,10 @@ class Settings(BaseSettings):
     ledger_ttl_s: int = Field(604800, ge=1)
     ledger_pending_ttl_s: int = Field(60, ge=1)
 
-    # audit (docs/configuration.md#audit)
+    # local state (docs/configuration.md#local-state): unset audit paths live under DATA_DIR
+    data_dir: Path = Path("./var")
+
+    # audit (docs/configuration.md#audit); unset → under DATA_DIR (see `_data_dir_defaults`)
     audit_database_url: SecretStr = SecretStr("sqlite:///./var/audit.db")
     audit_spool_dir: Path = Path("./var/audit-spool")
 
@@ -58,6 +63,23 @@ class Settings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535)
     workers: int = Field(1, ge=1, le=64)
     log_level: str = "INFO"
+    log_format: Literal["auto", "json", "console"] = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _data_dir_defaults(cls, data: Any) -> Any:
+        """DATA_DIR, made absolute once, roots the local files every subcommand shares."""
+        if not isinstance(data, dict):
+            return data
+        given = data.get("data_dir")
+        blank = given is None or (isinstance(given, str) and not given.strip())
+        data_dir = Path("./var" if blank else str(given)).expanduser().absolute()
+        data = {**data, "data_dir": data_dir}
+        if _unset(data.get("audit_database_url")):
+            data["audit_database_url"] = f"sqlite:///{data_dir / 'audit.db'}"
+        if _unset(data.get("audit_spool_dir")):
+            data["audit_spool_dir"] = data_dir / "audit-spool"
+        return data
 
     @field_validator(
         "pyrag_base_url",
@@ -79,6 +101,35 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("PYRAG_BASE_URL must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("audit_database_url")
+    @classmethod
+    def _audit_url(cls, value: SecretStr) -> SecretStr:
+        scheme = value.get_secret_value().partition("://")[0].lower()
+        if scheme not in AUDIT_URL_SCHEMES:
+            shown = scheme or "no scheme"
+            raise ValueError(
+                f"unsupported database ({shown}): use mysql+pymysql://user:pass@host:3306/db "
+                "or sqlite:///path/audit.db"
+            )
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        if value.get_secret_value().partition("://")[0].lower() not in REDIS_URL_SCHEMES:
+            raise ValueError("REDIS_URL must start with redis://, rediss:// or unix://")
+        return value
+
+    @field_validator("lookup_api_tokens", "ledger_api_tokens")
+    @classmethod
+    def _some_token(cls, value: SecretStr | None) -> SecretStr | None:
+        # "," would otherwise leave the role open while its operator believes it guarded.
+        if value is not None and not _split_tokens(value):
+            raise ValueError("holds no token (comma-separated bearer tokens, or unset)")
+        return value
 
     @field_validator("log_level")
     @classmethod
@@ -134,6 +185,12 @@ class Settings(BaseSettings):
             max_excerpt_chars=self.projection_max_excerpt_chars,
             max_bytes=self.projection_max_bytes,
         )
+
+
+def _unset(value: object) -> bool:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _split_tokens(secret: SecretStr | None) -> tuple[str, ...]:

@@ -21,8 +21,12 @@ def test_defaults_are_the_spec_defaults() -> None:
     assert s.pyrag_base_url is None and s.redis_url is None and s.pyrag_docs_dir is None
     assert (s.pyrag_timeout_s, s.pyrag_top_k, s.pyrag_mode) == (5, 20, "hybrid")
     assert (s.ledger_ttl_s, s.ledger_pending_ttl_s) == (604800, 60)
-    assert s.audit_database_url.get_secret_value() == "sqlite:///./var/audit.db"
-    assert s.audit_spool_dir == Path("./var/audit-spool")
+    # DATA_DIR ./var, made absolute: the same files as sqlite:///./var/audit.db and ./var/...
+    assert s.data_dir == Path("./var").absolute()
+    assert (
+        s.audit_database_url.get_secret_value() == f"sqlite:///{Path('./var').absolute()}/audit.db"
+    )
+    assert s.audit_spool_dir == Path("./var/audit-spool").absolute()
     assert (s.max_chunks_per_document, s.return_n) == (2, 5)
     assert (s.precise_threshold, s.reference_threshold) == (0.75, 0.5)
     assert s.pack_char_budget == 4000

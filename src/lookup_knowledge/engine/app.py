@@ -90,7 +90,7 @@ def run_standalone(docs_dir: Path | None, host: str, port: int) -> None:
     """Serve the engine alone with uvicorn (`lookup-knowledge pyrag serve`)."""
     import uvicorn
 
-    uvicorn.run(create_engine_app(docs_dir), host=host, port=port)
+    uvicorn.run(create_engine_app(docs_dir), host=host, port=port, log_config=None)
 
 
 def _router(index: KnowledgeIndex) -> APIRouter:
