@@ -1,28 +1,34 @@
 # syntax=docker/dockerfile:1
-# Build: wheels for the service and all its dependencies (jieba only ships an sdist).
+# Build: wheels of the locked dependencies first (a layer that changes only with
+# requirements.lock), then the service's own wheel (the layer a code change rebuilds).
 FROM python:3.11-slim AS build
 WORKDIR /src
 RUN pip install --no-cache-dir --upgrade pip
-COPY pyproject.toml README.md ./
+COPY requirements.lock ./
+RUN pip wheel --no-cache-dir --wheel-dir /wheels/deps -r requirements.lock
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels/app .
 
-# Runtime: only the installed wheels, a non-root user and writable state under /var/lib.
+# Runtime: the same two layers installed, a non-root user, writable state under DATA_DIR.
 FROM python:3.11-slim AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \
     PORT=8080 \
-    AUDIT_DATABASE_URL=sqlite:////var/lib/lookup-knowledge/audit.db \
-    AUDIT_SPOOL_DIR=/var/lib/lookup-knowledge/audit-spool
+    DATA_DIR=/var/lib/lookup-knowledge \
+    LOG_FORMAT=json
 RUN groupadd --system --gid 10001 app \
  && useradd --system --uid 10001 --gid app --home-dir /home/app --create-home \
       --shell /usr/sbin/nologin app \
  && mkdir -p /var/lib/lookup-knowledge/audit-spool \
  && chown -R app:app /var/lib/lookup-knowledge
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links=/wheels lookup-knowledge \
- && rm -rf /wheels
+COPY requirements.lock /tmp/requirements.lock
+COPY --from=build /wheels/deps /wheels/deps
+RUN pip install --no-cache-dir --no-index --find-links=/wheels/deps -r /tmp/requirements.lock \
+ && rm -rf /wheels/deps /tmp/requirements.lock
+COPY --from=build /wheels/app /wheels/app
+RUN pip install --no-cache-dir --no-index --no-deps /wheels/app/*.whl && rm -rf /wheels
 USER app
 WORKDIR /home/app
 EXPOSE 8080

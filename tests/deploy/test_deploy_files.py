@@ -24,9 +24,23 @@ def compose() -> dict[str, Any]:
     return data
 
 
-def _interpolate(value: str) -> str:
-    """Compose's `${VAR:-default}` with nothing set in the environment."""
-    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+# What an operator puts in .env for the stack; everything else stays at its compose default.
+OPERATOR_ENV = {"MYSQL_PASSWORD": "s3cret-app", "MYSQL_ROOT_PASSWORD": "s3cret-root"}
+_VARIABLE = re.compile(r"\$\{([A-Z_]+)(?::([-?])([^}]*))?\}")
+
+
+def _interpolate(value: str, environment: dict[str, str] = OPERATOR_ENV) -> str:
+    """Compose's `${VAR}`, `${VAR:-default}` and `${VAR:?error}` (which refuses to start)."""
+
+    def replace(match: re.Match[str]) -> str:
+        name, kind, rest = match.groups()
+        if environment.get(name):
+            return environment[name]
+        if kind == "?":
+            raise LookupError(f"compose refuses to start: {name}: {rest}")
+        return rest if kind == "-" else ""
+
+    return _VARIABLE.sub(replace, value.replace("$$", "\0")).replace("\0", "$")
 
 
 def _env(service: dict[str, Any]) -> dict[str, str]:
@@ -98,6 +112,25 @@ def test_images_are_pinned_and_commands_are_real_cli_commands(compose: dict[str,
                 command[1:]
             )  # raises SystemExit if the CLI has no such command
             assert args.handler.__name__ == "pyrag_serve"
+
+
+def test_compose_refuses_to_start_without_database_passwords(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    for service in ("lookup-knowledge", "mysql"):
+        with pytest.raises(LookupError, match="MYSQL_PASSWORD"):
+            {k: _interpolate(str(v), {}) for k, v in services[service]["environment"].items()}
+    assert _env(services["mysql"])["MYSQL_ROOT_PASSWORD"] == "s3cret-root"
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert not re.search(r"PASSWORD:-", text), "no password may fall back to a default"
+
+
+def test_the_dockerfile_installs_the_locked_dependencies_before_the_source() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    build = text[: text.rindex("\nFROM ")]
+    lock, source = build.index("COPY requirements.lock"), build.index("COPY src")
+    assert lock < build.index("-r requirements.lock") < source
+    runtime = text[text.rindex("\nFROM ") :]
+    assert runtime.index("-r /tmp/requirements.lock") < runtime.index("/wheels/app")
 
 
 def test_the_dockerfile_is_multi_stage_slim_non_root_with_a_healthcheck() -> None:
