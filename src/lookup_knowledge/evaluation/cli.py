@@ -1,11 +1,15 @@
-"""`lookup-knowledge eval`: run the golden cases, diff against the baseline, write latest.md.
+"""`lookup-knowledge eval`: every evaluation set side by side, the tuning set against its baseline.
 
-    lookup-knowledge eval                      offline: replay the recorded fixtures
+    lookup-knowledge eval                      tuning set from its fixtures, dev tune halves
     lookup-knowledge eval --live [URL]         ask a running py-rag (the embedded one if no URL)
-    lookup-knowledge eval --record [--live URL] re-record the fixtures, then run offline
-    lookup-knowledge eval --update-baseline    accept this run as the new baseline
+    lookup-knowledge eval --record [--live URL] re-record the tuning set's fixtures, then run
+    lookup-knowledge eval --update-baseline    accept this run as the tuning set's new baseline
+    lookup-knowledge eval --split holdout|all  also (or only) the development holdout halves
+    lookup-knowledge eval --only dev --corpus k8s-practice-zh   one development corpus alone
 
-Exit codes: 0 pass, 1 regression or behaviour failure, 2 usage error.
+The tuning set is the golden cases of eval/rag-retrieval/ (gated by the baseline); the
+development sets of eval/dev/ run through the embedded engine in process and are reported,
+not gated. Exit codes: 0 pass, 1 regression or behaviour failure, 2 usage error.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -24,7 +27,6 @@ from lookup_knowledge.evaluation.baseline import (
     DEFAULT_TOLERANCE,
     Baseline,
     BaselineError,
-    Comparison,
     compare,
     load_baseline,
     save_baseline,
@@ -37,12 +39,15 @@ from lookup_knowledge.evaluation.cases import (
     load_golden_cases,
     load_pipeline_cases,
 )
+from lookup_knowledge.evaluation.console import print_sets, print_tuning_summary
+from lookup_knowledge.evaluation.devset import SPLITS, DevCorpus, MissingCorpus, load_dev_corpora
 from lookup_knowledge.evaluation.fixtures import FixtureError, RecordingTransport
+from lookup_knowledge.evaluation.locations import GOLDEN_DIR, Paths, find_root
 from lookup_knowledge.evaluation.report import render_markdown
 from lookup_knowledge.evaluation.runner import RunConfig, pyrag_over
+from lookup_knowledge.evaluation.sets import EvalSet, run_dev_corpus, tuning_set
+from lookup_knowledge.evaluation.sets_report import render_sets_markdown
 from lookup_knowledge.evaluation.suite import (
-    METRIC_LABELS,
-    SuiteResult,
     record_fixtures,
     replayed_from,
     run_golden,
@@ -51,50 +56,25 @@ from lookup_knowledge.evaluation.suite import (
     summarize,
 )
 
-EVAL_DIR = Path("eval") / "rag-retrieval"
 EMBEDDED = "embedded"
 EMBEDDED_URL = "http://embedded-pyrag"
 
 PASS, FAIL, USAGE = 0, 1, 2
 
 
-@dataclass(frozen=True, slots=True)
-class Paths:
-    root: Path
-
-    @property
-    def base(self) -> Path:
-        return self.root / EVAL_DIR
-
-    @property
-    def golden(self) -> Path:
-        return self.base / "cases" / "golden-cases.json"
-
-    @property
-    def pipeline(self) -> Path:
-        return self.base / "cases" / "pipeline-cases.json"
-
-    @property
-    def fixtures(self) -> Path:
-        return self.base / "fixtures"
-
-    @property
-    def baseline(self) -> Path:
-        return self.base / "reports" / "baseline.json"
-
-    @property
-    def latest(self) -> Path:
-        return self.base / "reports" / "latest.md"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lookup-knowledge eval",
-        description="Retrieval and pipeline evaluation over the golden cases in "
-        "eval/rag-retrieval/ (offline over the recorded fixtures unless --live).",
+        description="Retrieval evaluation: the tuning set (eval/rag-retrieval/, offline over "
+        "the recorded fixtures unless --live) and the development sets (eval/dev/), side by "
+        "side.",
     )
     parser.add_argument(
-        "--root", type=Path, default=None, help="repository root (default: the current folder)"
+        "--root",
+        type=Path,
+        default=None,
+        help="repository root (default: the checkout this package runs from, else the "
+        "current folder)",
     )
     parser.add_argument(
         "--live",
@@ -113,6 +93,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--update-baseline",
         action="store_true",
         help="write this run as reports/baseline.json (known failures included)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=(*SPLITS, "all"),
+        default="tune",
+        help="which half of the development sets to run (default: tune; holdout only when "
+        "asked, and reported in aggregate only)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("tuning", "dev"),
+        default=None,
+        help="run only the tuning set, or only the development sets",
+    )
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="development corpus to run (repeatable; default: every one exported here)",
+    )
+    parser.add_argument(
+        "--corpora-dir",
+        type=Path,
+        default=None,
+        help="where the development corpora are exported (default: <root>/var/corpora)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for the untracked reports (default: <root>/var/eval)",
     )
     parser.add_argument(
         "--tolerance",
@@ -149,20 +161,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the baseline is recorded from the fixtures: use --record (with --live URL to "
             "record from that py-rag) together with --update-baseline",
         )
-    paths = Paths(args.root if args.root is not None else Path.cwd())
-    if not paths.golden.is_file():
-        return _usage(
-            parser,
-            f"no {EVAL_DIR / 'cases' / 'golden-cases.json'} under {paths.root}: run from the "
-            "repository root or pass --root",
-        )
+    if args.only == "dev" and (args.record or args.update_baseline):
+        return _usage(parser, "--record and --update-baseline act on the tuning set")
+    paths = Paths(find_root(args.root), args.out, args.corpora_dir)
+    golden: tuple[GoldenCase, ...] = ()
+    pipeline: tuple[PipelineCase, ...] = ()
+    baseline: Baseline | None = None
+    corpora: tuple[DevCorpus, ...] = ()
+    missing: tuple[MissingCorpus, ...] = ()
     try:
-        golden = load_golden_cases(paths.golden)
-        pipeline = load_pipeline_cases(paths.pipeline) if paths.pipeline.exists() else ()
-        baseline = load_baseline(paths.baseline)
+        if args.only != "dev":
+            if not paths.golden.is_file():
+                return _usage(
+                    parser,
+                    f"no {paths.shown(paths.golden)} under {paths.root}: pass --root "
+                    "(the repository root)",
+                )
+            golden = load_golden_cases(paths.golden)
+            pipeline = load_pipeline_cases(paths.pipeline) if paths.pipeline.exists() else ()
+            baseline = load_baseline(paths.baseline)
+        if args.only != "tuning" and paths.dev.is_dir():
+            corpora, missing = load_dev_corpora(paths.dev, paths.corpora)
     except (CaseFileError, BaselineError) as exc:
         return _usage(parser, str(exc))
-    return asyncio.run(_evaluate(args, paths, golden, pipeline, baseline))
+    if args.corpus:
+        known = {c.name for c in corpora} | {m.name for m in missing}
+        unknown = sorted(set(args.corpus) - known)
+        if unknown:
+            return _usage(parser, f"no development cases for corpus {', '.join(unknown)}")
+        corpora = tuple(c for c in corpora if c.name in args.corpus)
+        missing = tuple(m for m in missing if m.name in args.corpus)
+    if args.only == "dev" and not corpora and not missing:
+        return _usage(parser, f"no development cases under {paths.dev}")
+    return asyncio.run(_evaluate(args, paths, golden, pipeline, baseline, corpora, missing))
 
 
 async def _evaluate(
@@ -171,8 +202,42 @@ async def _evaluate(
     golden: tuple[GoldenCase, ...],
     pipeline: tuple[PipelineCase, ...],
     baseline: Baseline | None,
+    corpora: tuple[DevCorpus, ...],
+    missing: tuple[MissingCorpus, ...],
 ) -> int:
     config = RunConfig.defaults()
+    code = PASS
+    sets: list[EvalSet] = []
+    source_label = "-"
+    if args.only != "dev":
+        code, tuning, source_label = await _tuning(args, paths, golden, pipeline, baseline, config)
+        if tuning is not None:
+            sets.append(tuning)
+    if corpora and args.live not in (None, EMBEDDED):
+        print(f"development sets skipped: they run on the embedded engine, not {args.live}")
+        corpora = ()
+    splits = SPLITS if args.split == "all" else (args.split,)
+    for corpus in corpora:
+        sets.extend(await run_dev_corpus(corpus, splits, config))
+    if corpora or missing:
+        paths.out.mkdir(parents=True, exist_ok=True)
+        paths.sets_report.write_text(
+            render_sets_markdown(sets, missing, source_label=source_label), encoding="utf-8"
+        )
+        print_sets(sets, missing)
+        print(f"report of every set: {paths.shown(paths.sets_report)}")
+    return code
+
+
+async def _tuning(
+    args: argparse.Namespace,
+    paths: Paths,
+    golden: tuple[GoldenCase, ...],
+    pipeline: tuple[PipelineCase, ...],
+    baseline: Baseline | None,
+    config: RunConfig,
+) -> tuple[int, EvalSet | None, str]:
+    """The golden cases against the baseline; writes the tuning-set report."""
     live: str | None = args.live
     if args.record:
         source = live or EMBEDDED
@@ -188,13 +253,15 @@ async def _evaluate(
                 )
         except (httpx.HTTPError, FixtureError) as exc:
             print(f"recording from {_label(source)} failed: {exc!r}", file=sys.stderr)
-            return FAIL
-        where = _shown(paths.fixtures, paths)
-        print(f"recorded {len(written)} fixtures from {_label(source)} into {where}")
+            return FAIL, None, _label(source)
+        print(
+            f"recorded {len(written)} fixtures from {_label(source)} into "
+            f"{paths.shown(paths.fixtures)}"
+        )
         live = None  # then evaluate exactly what was recorded
 
     if live is None:
-        source_label = f"recorded fixtures (`{EVAL_DIR.as_posix()}/fixtures/`)"
+        source_label = f"recorded fixtures (`{GOLDEN_DIR.as_posix()}/fixtures/`)"
         results = await run_golden(golden, replayed_from(paths.fixtures, config), config)
     else:
         source_label = _label(live)
@@ -221,18 +288,21 @@ async def _evaluate(
                 "not updating the baseline: these cases could not run: " + ", ".join(broken),
                 file=sys.stderr,
             )
-            return FAIL
+            return FAIL, tuning_set(results), source_label
         save_baseline(paths.baseline, current)
-        print(f"baseline written: {_shown(paths.baseline, paths)}")
+        print(f"baseline written: {paths.shown(paths.baseline)}")
         baseline = current
     comparison = compare(current, baseline, tolerance=args.tolerance)
-    paths.latest.parent.mkdir(parents=True, exist_ok=True)
-    paths.latest.write_text(
+    # Only the offline run over the committed fixtures rewrites the tracked report: it is
+    # deterministic. A live run's report lands in the untracked output folder.
+    report = paths.latest if live is None else paths.live_latest
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(
         render_markdown(suite, comparison, source_label=source_label), encoding="utf-8"
     )
-    _print_summary(suite, comparison, source_label)
-    print(f"report: {_shown(paths.latest, paths)}")
-    return PASS if comparison.passed else FAIL
+    print_tuning_summary(suite, comparison, source_label)
+    print(f"tuning-set report: {paths.shown(report)}")
+    return (PASS if comparison.passed else FAIL), tuning_set(results), source_label
 
 
 @asynccontextmanager
@@ -250,43 +320,6 @@ async def _transport(source: str) -> AsyncIterator[tuple[httpx.AsyncBaseTranspor
             await transport.aclose()
 
 
-def _print_summary(suite: SuiteResult, comparison: Comparison, source_label: str) -> None:
-    positives = sum(1 for r in suite.golden if not r.case.is_negative)
-    print(
-        f"eval: {len(suite.golden)} golden cases ({positives} with expected documents, "
-        f"{len(suite.golden) - positives} negative) and {len(suite.pipeline)} pipeline cases; "
-        f"answers from {source_label}"
-    )
-    print(
-        "  "
-        + "  ".join(
-            f"{METRIC_LABELS[m.name]} {m.current:.3f}" + (f" ({m.delta:+.3f})" if m.delta else "")
-            for m in comparison.metrics
-            if m.current is not None
-        )
-    )
-    for level, precision in suite.calibration.by_level.items():
-        if precision.count:
-            print(f"  graded {level}: top hit expected in {precision.correct}/{precision.count}")
-    known = {d.case_id for d in comparison.known_failures}
-    print(f"  behaviour: {len(suite.failed)} failing cases ({len(known)} known in the baseline)")
-    for delta in comparison.new_failures:
-        print(f"  NEW FAILURE {delta.case_id}: {', '.join(delta.checks)}")
-    for metric in comparison.regressed_metrics:
-        print(
-            f"  REGRESSED {METRIC_LABELS[metric.name]}: {metric.baseline:.3f} → "
-            f"{metric.current:.3f} (tolerance {comparison.tolerance:g})"
-        )
-    for metric in comparison.improved_metrics:
-        name = METRIC_LABELS[metric.name]
-        print(f"  improved {name}: {metric.baseline:.3f} → {metric.current:.3f}")
-    for delta in comparison.fixed:
-        print(f"  fixed {delta.case_id}: {', '.join(delta.checks)}")
-    if not comparison.has_baseline:
-        print("  no baseline yet: `lookup-knowledge eval --update-baseline` records one")
-    print("PASS" if comparison.passed else "FAIL")
-
-
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -299,13 +332,6 @@ def _fraction(text: str) -> float:
 
 def _label(source: str) -> str:
     return "the embedded engine (in process)" if source == EMBEDDED else source
-
-
-def _shown(path: Path, paths: Paths) -> str:
-    try:
-        return path.relative_to(paths.root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _usage(parser: argparse.ArgumentParser, message: str) -> int:

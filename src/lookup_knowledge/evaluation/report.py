@@ -24,10 +24,12 @@ def render_markdown(suite: SuiteResult, comparison: Comparison, *, source_label:
     positives = [r for r in golden if not r.case.is_negative]
     negatives = [r for r in golden if r.case.is_negative]
     lines = [
-        "# RAG retrieval evaluation: latest run",
+        "# Tuning set (golden cases): latest run",
         "",
-        "Written by `lookup-knowledge eval` on every run; "
-        "`eval/rag-retrieval/README.md` explains the suite.",
+        "Written by `lookup-knowledge eval` (the offline run over the recorded fixtures; a live "
+        "run writes `var/eval/latest-live.md`); `eval/rag-retrieval/README.md` explains the "
+        "suite. These cases were known while the engine was tuned: their figures measure the "
+        "tuning. The development sets (`eval/dev/`, `var/eval/sets.md`) measure the engine.",
         "",
         f"- Source of the py-rag answers: {source_label}",
         f"- Golden cases: {len(golden)} ({len(positives)} with expected documents, "
@@ -225,7 +227,7 @@ def _suggestion(
 
 def _case_table(golden: Sequence[CaseResult]) -> list[str]:
     lines = [
-        "## Golden cases",
+        "## Tuning-set cases",
         "",
         "| case | lang | tags | expected | evidence documents, best first | level | top score "
         "| first expected at | result |",

@@ -1,0 +1,141 @@
+"""The development set (`eval/dev/`): frozen cases over corpora nobody here wrote.
+
+Each case file `eval/dev/cases/<corpus>.<writer>.json` holds cases over one corpus: the
+bundled knowledge base (`bundled`) or a public corpus of `eval/dev/corpora.json`, exported by
+`eval/dev/export_corpus.py` into `var/corpora/<corpus>/` (untracked; absent in CI). A case
+names the documents that answer it by their `source` path; a negative case names none.
+
+Every case carries the `split` it was given at the freeze: `tune` cases may be looked at and
+tuned on, `holdout` cases are only ever reported in aggregate (`--split holdout|all`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lookup_knowledge.evaluation.cases import CASE_ID_PATTERN, CaseFileError
+
+BUNDLED = "bundled"
+SPLITS = ("tune", "holdout")
+Split = Literal["tune", "holdout"]
+NEGATIVE_KINDS = ("negative-near-miss", "negative-off-topic")
+# The kinds of the development set (eval/dev/README.md), in report order.
+KINDS = (
+    "paraphrase",
+    "log-line",
+    "typo",
+    "identifier",
+    "long-report",
+    "cross-language",
+    "short",
+    *NEGATIVE_KINDS,
+)
+
+
+class DevCase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=CASE_ID_PATTERN)
+    query: str = Field(min_length=1)
+    lang: Literal["zh", "en", "mixed"]
+    kind: Literal[
+        "paraphrase",
+        "log-line",
+        "typo",
+        "identifier",
+        "long-report",
+        "cross-language",
+        "short",
+        "negative-near-miss",
+        "negative-off-topic",
+    ]
+    relevant: tuple[str, ...]
+    split: Split
+    note: str | None = None
+
+    @property
+    def is_negative(self) -> bool:
+        return not self.relevant
+
+
+@dataclass(frozen=True, slots=True)
+class DevCorpus:
+    """One corpus of the development set and its cases (both splits)."""
+
+    name: str
+    docs_dir: Path | None  # None: the bundled knowledge base
+    cases: tuple[DevCase, ...]
+
+    def selected(self, splits: Iterable[str]) -> tuple[DevCase, ...]:
+        wanted = set(splits)
+        return tuple(case for case in self.cases if case.split in wanted)
+
+
+@dataclass(frozen=True, slots=True)
+class MissingCorpus:
+    """A corpus whose cases exist but whose files are not exported on this machine."""
+
+    name: str
+    expected_dir: Path
+    export_command: str
+
+
+def load_dev_corpora(
+    dev_dir: Path, corpora_dir: Path
+) -> tuple[tuple[DevCorpus, ...], tuple[MissingCorpus, ...]]:
+    """The corpora with cases under `dev_dir/cases`, split into runnable and missing ones.
+
+    Order: the bundled knowledge base first, then the public corpora by name.
+    """
+    by_corpus: dict[str, list[DevCase]] = {}
+    for path in sorted((dev_dir / "cases").glob("*.json")):
+        by_corpus.setdefault(path.name.split(".", 1)[0], []).extend(_load(path))
+    seen: dict[str, str] = {}
+    for corpus, cases in by_corpus.items():
+        for case in cases:
+            if case.id in seen:
+                raise CaseFileError(
+                    f"development case id {case.id} is in {corpus} and {seen[case.id]}"
+                )
+            seen[case.id] = corpus
+    runnable: list[DevCorpus] = []
+    missing: list[MissingCorpus] = []
+    for name in sorted(by_corpus, key=lambda n: (n != BUNDLED, n)):
+        corpus_cases = tuple(by_corpus[name])
+        if name == BUNDLED:
+            runnable.append(DevCorpus(name, None, corpus_cases))
+            continue
+        folder = corpora_dir / name
+        if folder.is_dir() and any(folder.rglob("*.md")):
+            runnable.append(DevCorpus(name, folder, corpus_cases))
+        else:
+            command = f"python eval/dev/export_corpus.py {name}"
+            missing.append(MissingCorpus(name, folder, command))
+    return tuple(runnable), tuple(missing)
+
+
+def _load(path: Path) -> list[DevCase]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CaseFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise CaseFileError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(data, list):
+        raise CaseFileError(f"{path} must hold a JSON list of cases")
+    cases = []
+    for position, item in enumerate(data):
+        try:
+            cases.append(DevCase.model_validate(item))
+        except ValidationError as exc:
+            label = item.get("id") if isinstance(item, dict) else None
+            raise CaseFileError(
+                f"{path}: case {position} ({label or 'no id'}) is invalid:\n{exc}"
+            ) from exc
+    return cases
