@@ -44,7 +44,7 @@ class SearchHit(BaseModel):
     breadcrumb: str
     excerpt: str
     quality_score: float
-    relevance_level: scoring.Level
+    relevance_level: scoring.Level | None
 
 
 class RetrievalTrace(BaseModel):

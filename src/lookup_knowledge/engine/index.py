@@ -1,49 +1,49 @@
-"""The search index: BM25 (bm25s) recalls candidates, the coverage score grades and orders them.
+"""The search index: BM25 over chunks and their documents ranks; the calibrated coverage grades.
 
 Each chunk is indexed as its title, its document's front-matter `tags`, its breadcrumb and its
-content; the title is given twice (it also opens the breadcrumb), which weights a document's
-topic over words used in passing. Tags are the author's own summary of the topic, often in the
-other language or in the words people search with (`慢查询`, `slowlog`, `memory usage high`),
-so every section of a document inherits them like it inherits the title. A search:
+content (the title also opens the breadcrumb, so it counts twice: a document's topic weighs
+more than words used in passing). Each document is indexed too, as all its chunks together. A
+search:
 
-1. tokenizes the query (precise segmentation, stopwords dropped, a Chinese word no chunk
-   contains re-read by the dictionary alone; no terms → no candidates) and adds each term's
-   Chinese/English equivalents from `engine.glossary`;
-2. scores every chunk allowed by the filters with BM25 and keeps the best `RECALL_LIMIT`
-   chunks that share at least one term with the query (`recall_count`);
-3. grades each candidate with the absolute `quality_score` of `engine.scoring`, drops those
-   under the reference threshold, and orders the rest by evidence strength (the quality
-   score before its cap at 1, so phrase evidence still orders fully covered chunks), then
-   BM25, then position in the corpus (deterministic). The service trusts the order alone, so the
-   best-covered chunk comes first and the grade of the first hit is the grade of the answer.
-
-bm25s was chosen because it is a small, dependency-light (numpy/scipy) BM25 with sparse
-precomputed scores: indexing a few hundred chunks takes milliseconds, a query is one sparse
-row sum. The corpus is small and fits in memory, so there is no persistence to manage.
+1. reads the query against the corpus (`engine.query`): concepts with weights, typos mapped
+   to the corpus word they stand for, ids dropped; nothing known → no candidates;
+2. ranks every chunk the filters allow (no filter: no mask at all) by BM25 over the chunk
+   plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
+   rest of its runbook too; the best `RECALL_LIMIT` chunks with a positive score are the
+   candidates (`recall_count`);
+3. grades each candidate with the absolute `quality_score` of `engine.scoring` (how much of
+   the query the chunk and its document cover, calibrated), keeps those at or above the
+   reference threshold in rank order, and returns the first `top_k`. Equal ranks fall to the
+   better graded, then to the longer chunk (the substantive one), then to corpus order.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-import bm25s
 import numpy as np
 
-from lookup_knowledge.engine import glossary, scoring, tokenize
+from lookup_knowledge.engine import query as query_reading
+from lookup_knowledge.engine import scoring, tokenize
+from lookup_knowledge.engine.fuzzy import Neighbours
+from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
+from lookup_knowledge.engine.postings import Postings, idf
+from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
 
 logger = logging.getLogger(__name__)
 
 RECALL_LIMIT = 200  # candidates graded per query; far more than any top_k a caller uses
+DOCUMENT_MIX = 0.3  # weight of the whole document's BM25 in a chunk's rank
+WHOLE_FACTOR = 0.5  # weight of a whole identifier's BM25 next to its parts'
 
 
 class NoEvidenceBasis(StrEnum):
-    NO_CANDIDATES = "no_candidates"  # no chunk shares a single term with the query
+    NO_CANDIDATES = "no_candidates"  # the query holds nothing the corpus knows
     ALL_BELOW_THRESHOLD = "all_below_threshold"  # candidates exist, none covers enough
 
 
@@ -51,13 +51,12 @@ class NoEvidenceBasis(StrEnum):
 class Hit:
     chunk: Chunk
     quality_score: float
-    bm25_score: float
+    rank_score: float
 
     @property
-    def level(self) -> scoring.Level:
-        level = scoring.level_for(self.quality_score)
-        assert level is not None, "hits under the reference threshold are never returned"
-        return level
+    def level(self) -> scoring.Level | None:
+        """PRECISE / REFERENCE, or None for a hit under the reference threshold after the first."""
+        return scoring.level_for(self.quality_score)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,142 +66,178 @@ class SearchResult:
     no_evidence_basis: NoEvidenceBasis | None
 
 
-@dataclass(frozen=True, slots=True)
-class _IndexedChunk:
-    chunk: Chunk
-    document: Document
-    terms: frozenset[str]
-    pairs: frozenset[tuple[str, str]]
-    text: str  # normalized title + tags + breadcrumb + content, for CJK substring matches
-
-
 class KnowledgeIndex:
     """An immutable in-memory index over parsed documents; safe to share between threads."""
 
-    def __init__(self, documents: Sequence[Document]) -> None:
+    def __init__(self, documents: Sequence[Document], lexicon: Lexicon | None = None) -> None:
         self.documents = tuple(documents)
-        self._chunks: list[_IndexedChunk] = []
-        corpus_tokens: list[list[str]] = []
-        for document in self.documents:
+        self.lexicon = lexicon or Lexicon.load()
+        self._chunks: list[Chunk] = []
+        chunk_doc: list[int] = []
+        chunk_counts: list[Counter[str]] = []
+        texts: list[str] = []
+        for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
                 text = "\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content))
-                tokens = tokenize.index_tokens(text)
-                corpus_tokens.append(tokens)
-                self._chunks.append(
-                    _IndexedChunk(
-                        chunk,
-                        document,
-                        frozenset(tokens),
-                        _near_pairs(tokens),
-                        tokenize.normalize(text),
-                    )
-                )
+                found = tokenize.tokens(text, self.lexicon.stopwords, search_mode=True)
+                chunk_counts.append(Counter(t.text for t in found))
+                texts.append(tokenize.normalize(text))
+                self._chunks.append(chunk)
+                chunk_doc.append(number)
         if not self._chunks:
             raise ValueError("cannot build an index without chunks")
-        self._document_frequency = Counter(t for c in self._chunks for t in c.terms)
-        self._corpus_text = "\0".join(c.text for c in self._chunks)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(corpus_tokens, show_progress=False)
+        self._chunk_doc = np.array(chunk_doc, dtype=np.int32)
+        self._lengths = np.array([len(c.content) for c in self._chunks], dtype=np.int32)
+        doc_counts: list[Counter[str]] = [Counter() for _ in self.documents]
+        for number, counts in zip(chunk_doc, chunk_counts, strict=True):
+            doc_counts[number].update(counts)
+        words = sorted({t for counts in chunk_counts for t in counts})
+        self._vocabulary = {t: i for i, t in enumerate(words)}
+        self._chunk_postings = Postings(chunk_counts, self._vocabulary)
+        self._doc_postings = Postings(doc_counts, self._vocabulary)
+        self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
+        # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
+        self._text = "\0".join(texts) + "\0"
+        self._starts = np.cumsum([0, *(len(t) + 1 for t in texts)]).astype(np.int64)
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
 
     @property
     def chunk_count(self) -> int:
         return len(self._chunks)
 
+    def read(self, query: str) -> ReadQuery:
+        return read_query(
+            query,
+            self.lexicon,
+            has_term=self._vocabulary.__contains__,
+            in_text=self._in_text,
+            nearest=self._neighbours.nearest,
+        )
+
     def search(
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
     ) -> SearchResult:
-        """Chunks that cover at least half the query, best first, at most `top_k`."""
-        tokens = self._query_tokens(query)
-        terms = list(dict.fromkeys(tokens))
-        allowed = self._filter_mask(filters or {})
-        if not terms or not allowed.any():
+        """Chunks whose quality reaches the reference threshold, best ranked first."""
+        read = self.read(query)
+        if read.empty:
             return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
-
-        variants = {t: glossary.variants(t) for t in terms}
-        recall_terms = list(dict.fromkeys(v for t in terms for v in sorted(variants[t])))
-        scores = self._bm25.get_scores(recall_terms, weight_mask=allowed.astype(np.float32))
-        candidates = np.flatnonzero(scores > 0)
+        allowed = self._filter_mask(filters) if filters else None
+        if allowed is not None and not allowed.any():
+            return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
+        present = [self._present(c) for c in read.concepts]
+        weights = np.array(
+            [self._weight(c, p) for c, p in zip(read.concepts, present, strict=True)]
+        )
+        rank = self._rank(read, present)
+        if allowed is not None:
+            rank[~allowed] = 0.0
+        candidates = np.flatnonzero(rank > 0)
         if len(candidates) > RECALL_LIMIT:
-            candidates = candidates[np.argsort(-scores[candidates], kind="stable")[:RECALL_LIMIT]]
+            top = np.argpartition(-rank[candidates], RECALL_LIMIT - 1)[:RECALL_LIMIT]
+            candidates = candidates[top]
         if len(candidates) == 0:
             return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
+        ranks = rank[candidates]
+        quality = self._quality(candidates, ranks, present, weights)
+        order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
+        if quality[order[0]] < scoring.REFERENCE_THRESHOLD:
+            return SearchResult((), len(candidates), NoEvidenceBasis.ALL_BELOW_THRESHOLD)
+        hits: list[Hit] = []
+        for i in order.tolist():
+            if hits and quality[i] < scoring.HIT_FLOOR:
+                continue
+            position = int(candidates[i])
+            hits.append(Hit(self._chunks[position], float(quality[i]), float(ranks[i])))
+            if len(hits) == top_k:
+                break
+        return SearchResult(tuple(hits), len(candidates), None)
 
+    def _present(self, concept: Concept) -> np.ndarray | None:
+        """Which chunks hold the concept (None: no chunk can, it is unknown)."""
+        if concept.known is Known.UNKNOWN:
+            return None
+        present = np.zeros(len(self._chunks), dtype=bool)
+        if concept.known is Known.SUBSTRING:
+            start = self._text.find(concept.token)
+            while start >= 0:
+                chunk = int(np.searchsorted(self._starts, start, side="right")) - 1
+                present[chunk] = True
+                start = self._text.find(concept.token, int(self._starts[chunk + 1]))
+            return present
+        for variant in concept.variants:
+            self._chunk_postings.mark(present, self._vocabulary[variant])
+        return present
+
+    def _weight(self, concept: Concept, present: np.ndarray | None) -> float:
         n = len(self._chunks)
-        df = self._document_frequency
-        # A term's weight is that of its most common form: "内存" is as informative as "memory".
-        weights = {t: scoring.idf(max(df.get(v, 0) for v in variants[t]), n) for t in terms}
-        pairs = [
-            frozenset(itertools.product(variants[a], variants[b]))
-            for a, b in dict.fromkeys(itertools.pairwise(tokens))
-            if a != b
-        ]
-        graded: list[tuple[float, float, int]] = []
-        for position in candidates.tolist():
-            indexed = self._chunks[position]
-            strength = scoring.evidence_strength(
-                weights,
-                {t for t in terms if any(_covers(indexed, v) for v in variants[t])},
-                pairs_total=len(pairs),
-                pairs_found=sum(1 for pair in pairs if not pair.isdisjoint(indexed.pairs)),
+        if present is None:
+            return query_reading.UNKNOWN_FACTOR * idf(0, n)
+        df = (
+            int(np.count_nonzero(present))
+            if concept.known is Known.SUBSTRING
+            else max(
+                int(self._chunk_postings.document_frequency[self._vocabulary[v]])
+                for v in concept.variants
             )
-            if scoring.cap(strength) >= scoring.REFERENCE_THRESHOLD:
-                graded.append((strength, float(scores[position]), position))
-        graded.sort(key=lambda item: (-item[0], -item[1], item[2]))
-        hits = tuple(
-            Hit(self._chunks[position].chunk, scoring.cap(strength), bm25)
-            for strength, bm25, position in graded[:top_k]
         )
-        basis = None if hits else NoEvidenceBasis.ALL_BELOW_THRESHOLD
-        return SearchResult(hits, len(candidates), basis)
+        factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
+        return factor * idf(df, n)
 
-    def _query_tokens(self, query: str) -> list[str]:
-        """The query's tokens; a Chinese word no chunk contains is re-read by the dictionary.
+    def _rank(self, read: ReadQuery, present: list[np.ndarray | None]) -> np.ndarray:
+        chunks = np.zeros(len(self._chunks), dtype=np.float64)
+        docs = np.zeros(len(self.documents), dtype=np.float64)
+        for concept, where in zip(read.concepts, present, strict=True):
+            factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
+            if concept.known is Known.SUBSTRING and where is not None:
+                weight = idf(int(np.count_nonzero(where)), len(self._chunks))
+                chunks[where] += weight
+                np.add.at(docs, self._chunk_doc[where], weight)
+                continue
+            for variant in concept.variants:
+                self._add(chunks, docs, self._vocabulary[variant], factor)
+        for whole in read.wholes:
+            self._add(chunks, docs, self._vocabulary[whole], WHOLE_FACTOR)
+        return chunks + DOCUMENT_MIX * docs[self._chunk_doc]
 
-        jieba's HMM can glue a stopword onto a word (`有大`) or join characters into a word the
-        corpus never uses, which would then weigh as the rarest term. Such a word is replaced by
-        its dictionary reading when that reading has a word the corpus knows (`有大` → `大`),
-        and dropped when it is all stopwords; a truly unknown word (`红烧肉`) stays unknown.
-        """
-        tokens: list[str] = []
-        for token in tokenize.query_tokens(query):
-            if len(token) > 1 and tokenize.is_cjk_word(token) and not self._knows(token):
-                pieces = tokenize.dictionary_words(token)
-                if not pieces:
-                    continue
-                if pieces != [token] and any(self._knows(piece) for piece in pieces):
-                    tokens.extend(pieces)
-                    continue
-            tokens.append(token)
-        return tokens
+    def _add(self, chunks: np.ndarray, docs: np.ndarray, term: int, factor: float) -> None:
+        self._chunk_postings.add_scores(chunks, term, factor * self._chunk_postings.idf(term))
+        self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
 
-    def _knows(self, term: str) -> bool:
-        """Whether some chunk contains the term, a glossary equivalent, or (CJK) its text."""
-        if any(v in self._document_frequency for v in glossary.variants(term)):
-            return True
-        return len(term) > 1 and tokenize.is_cjk_word(term) and term in self._corpus_text
+    def _quality(
+        self,
+        candidates: np.ndarray,
+        ranks: np.ndarray,
+        present: list[np.ndarray | None],
+        weights: np.ndarray,
+    ) -> np.ndarray:
+        """The calibrated quality of each candidate (`engine.scoring`)."""
+        scope = scoring.scope_weight(weights.tolist())
+        in_chunk = np.zeros(len(candidates))
+        in_doc = np.zeros(len(candidates))
+        docs = self._chunk_doc[candidates]
+        for where, weight in zip(present, weights.tolist(), strict=True):
+            if where is None:
+                continue
+            in_chunk += weight * where[candidates]
+            doc_has = np.zeros(len(self.documents), dtype=bool)
+            doc_has[self._chunk_doc[where]] = True
+            in_doc += weight * doc_has[docs]
+        # Each candidate against the best candidate of any other document.
+        best = np.zeros(len(self.documents))
+        np.maximum.at(best, docs, ranks)
+        first, second = np.argsort(-best, kind="stable")[:2] if len(best) > 1 else (0, 0)
+        best_other = np.where(docs == first, best[second] if len(best) > 1 else 0.0, best[first])
+        return scoring.quality(
+            scoring.coverage(in_chunk / scope, in_doc / scope), scoring.margin(ranks, best_other)
+        )
+
+    def _in_text(self, word: str) -> bool:
+        return word in self._text
 
     def _filter_mask(self, filters: Mapping[str, str]) -> np.ndarray:
-        return np.array(
-            [all(c.document.matches(k, v) for k, v in filters.items()) for c in self._chunks],
+        matching = np.array(
+            [all(d.matches(k, v) for k, v in filters.items()) for d in self.documents],
             dtype=bool,
         )
-
-
-def _covers(indexed: _IndexedChunk, term: str) -> bool:
-    # jieba can segment a word differently inside running text than alone in a query (it
-    # depends on the neighbours), so a multi-character CJK query word also counts when it
-    # appears verbatim in the chunk. Latin words do not get this: "log" is not in "catalog".
-    if term in indexed.terms:
-        return True
-    return len(term) >= 2 and tokenize.is_cjk_word(term) and term in indexed.text
-
-
-def _near_pairs(tokens: list[str]) -> frozenset[tuple[str, str]]:
-    """Ordered token pairs at most `PHRASE_WINDOW` positions apart."""
-    return frozenset(
-        pair
-        for gap in range(1, scoring.PHRASE_WINDOW + 1)
-        for pair in zip(tokens, tokens[gap:], strict=False)
-    )
+        return matching[self._chunk_doc]

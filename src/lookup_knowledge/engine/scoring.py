@@ -1,60 +1,54 @@
-"""The absolute `quality_score`: how much of the query a chunk covers, in [0, 1].
+"""The absolute `quality_score`: the estimated chance that a hit's document answers the query.
 
-BM25 decides which chunks are candidates and breaks ties, but its scores are unbounded and
-corpus-relative, and a rank says nothing about whether rank 1 is any good. The service
-grades with fixed thresholds, so the engine reports a score with a fixed meaning instead:
+BM25 ranks, but its scores are unbounded and corpus-relative, and a rank says nothing about
+whether rank 1 is any good. The service grades with fixed thresholds, so the engine reports a
+score with a fixed meaning instead: a probability, calibrated on questions with known answers.
 
-    scope    = Σ idf(t) over the query's SCOPE_TERMS (16) heaviest terms  (all of them when
-               the query has at most 16 terms, which is every ordinary question)
-    coverage = Σ idf(t) over query terms t the chunk contains  /  scope
-    quality  = min(1, coverage × (1 + PHRASE_BONUS × adjacency))
+Two signals, both shares with the same meaning on any corpus, feed it:
 
-* Query terms are the query's distinct tokens after stopwords (function words, fillers and
-  hedges like "越来越", "怀疑", "keep") are dropped, lightly stemmed (`engine.tokenize`);
-  "the chunk" is its title, its document's front-matter tags, its breadcrumb and its content
-  together, so a section inherits its document's topic. A term is covered when the chunk
-  contains it or a Chinese/English equivalent (`engine.glossary`).
-* `idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))` over the N indexed chunks (BM25's IDF): a
-  rare word weighs more than a common one, and a word the corpus has never seen weighs
-  the most, so an unknown word in the query cannot be ignored. The weights depend on the
-  corpus, but the score is a *share of the query* and means the same on any corpus.
-* `scope` is what the chunk has to cover to score 1. For a question of up to 16 terms it is
-  the whole query, so the score is exactly the covered share of the query. A pasted incident
-  report (50-150 terms: hosts, ids, timestamps, several symptoms) cannot be covered by any
-  800-character chunk, yet it is the most informative query an agent sends; for it the scope
-  is the weight of its 16 heaviest terms, i.e. a chunk must cover as much of the report as a
-  full 16-term question weighs. Words the corpus has never seen are the heaviest, so the
-  scope is never smaller than 16 of the report's informative words, and a chunk sharing only
-  common words with a long text stays low (the engine tests keep long unrelated reports
-  under 0.5). Adding terms never lowers the scope, so a longer query is never easier.
-* `adjacency` is the share of the query's consecutive term pairs that also occur close
-  together (within 3 tokens) in the chunk: phrase evidence that the chunk talks about the
-  query's topic rather than using its words in passing. It only scales what is covered, by at
-  most `PHRASE_BONUS` (10 %), so it never makes an uncovered query look covered.
+* **coverage** — how much of the query the hit covers: the IDF-weighted share of the query's
+  concepts (`engine.query`) found in the chunk, averaged with the share found anywhere in its
+  document (a runbook answers with all its sections). The weights of the query's
+  `SCOPE_TERMS` heaviest concepts make the whole (a pasted report cannot be covered in full).
+  Ids weigh nothing; typos count as the word they stand for; words the corpus has never seen
+  count against it, at half the weight of its rarest word.
+* **margin** — how clearly the hit's document is ahead of every other document in the
+  ranking: `(rank − best rank of another document) / rank`, in [−1, 1]. A query that matches
+  one runbook stands out; a query sharing only common words with the corpus matches many
+  documents about equally (near zero); a hit below another document's best is negative.
+
+    quality = 1 / (1 + exp(−(COVERAGE_WEIGHT·coverage + MARGIN_WEIGHT·margin + BIAS)))
+
+The three constants were fitted (logistic regression) on the development set's `tune` cases
+and the tuning set: the outcome is whether the rank-first document answers the question.
+Fitting on three corpora but one and scoring the left-out one ranks right answers above wrong
+ones and negatives about as well as fitting on all (`docs/retrieval.md#calibration`).
 
 What the thresholds the service applies then mean:
 
-* **≥ 0.75 (PRECISE)**: the chunk covers essentially the whole question — every informative
-  term, or all but a low-weight one (a generic word like "排查"/"troubleshoot"): at least
-  75 % of the scope's weight, or 68 % when its words also stand together in the chunk. For
-  a long report: the chunk covers at least three quarters of a full question's worth of it.
-* **≥ 0.5 (REFERENCE)**: the chunk covers the substantial part of the question — half of
-  the scope's weight (45 % with phrase evidence) — but misses something it asked about.
-* **< 0.5**: not returned; the chunk shares words with the query, not its topic.
+* **≥ 0.75 (PRECISE)**: about three in four or better: on the tune data, 9 in 10 top
+  documents graded so answered the question.
+* **≥ 0.5 (REFERENCE)**: more likely right than not.
+* **< 0.5**: the engine answers `no_evidence` when the rank-first hit is under 0.5; hits under
+  `HIT_FLOOR` are never returned.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Mapping
+from collections.abc import Sequence
 from enum import StrEnum
 
-SCORER_NAME = "idf-coverage-v2"
-PHRASE_BONUS = 0.1
-PHRASE_WINDOW = 3
-SCOPE_TERMS = 16  # terms that make a full question; ordinary questions have well under 16
+import numpy as np
+
+SCORER_NAME = "calibrated-coverage-v3"
+SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
+DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
+COVERAGE_WEIGHT = 5.409
+MARGIN_WEIGHT = 3.736
+BIAS = -3.397
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
+HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
 
 
 class Level(StrEnum):
@@ -62,55 +56,28 @@ class Level(StrEnum):
     REFERENCE = "REFERENCE"
 
 
-def idf(document_frequency: int, chunk_count: int) -> float:
-    """BM25's IDF; always > 0, largest for a term no chunk contains."""
-    return math.log(1 + (chunk_count - document_frequency + 0.5) / (document_frequency + 0.5))
+def scope_weight(weights: Sequence[float]) -> float:
+    """The weight a hit must cover to cover the query: its `SCOPE_TERMS` heaviest concepts."""
+    return sum(sorted(weights, reverse=True)[:SCOPE_TERMS])
 
 
-def evidence_strength(
-    weights: Mapping[str, float],
-    covered: Collection[str],
-    *,
-    pairs_total: int = 0,
-    pairs_found: int = 0,
-) -> float:
-    """`coverage × (1 + PHRASE_BONUS × adjacency)` before the cap.
-
-    In [0, 1 + PHRASE_BONUS] for a query of at most `SCOPE_TERMS` terms; a longer one can
-    cover more than its scope, and `cap` brings that to 1 as well.
-
-    The index orders hits by this, so among chunks that all cover the whole query (quality
-    1.0) the one where the query's words stand together comes first.
-    """
-    total = scope_weight(weights)
-    if total <= 0:
-        return 0.0
-    coverage = sum(w for term, w in weights.items() if term in covered) / total
-    adjacency = pairs_found / pairs_total if pairs_total else 0.0
-    return coverage * (1 + PHRASE_BONUS * adjacency)
+def coverage(in_chunk: np.ndarray, in_document: np.ndarray) -> np.ndarray:
+    """Covered shares of the scope in the chunk and in its document, combined, in [0, 1]."""
+    combined = (1 - DOCUMENT_SHARE) * in_chunk + DOCUMENT_SHARE * in_document
+    return np.clip(combined, 0.0, 1.0)
 
 
-def scope_weight(weights: Mapping[str, float]) -> float:
-    """The weight a chunk must cover to score 1: that of the `SCOPE_TERMS` heaviest terms."""
-    return sum(sorted(weights.values(), reverse=True)[:SCOPE_TERMS])
+def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
+    """How far each hit's rank is ahead of (> 0) or behind (< 0) the best other document."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(rank > 0, (rank - best_other) / rank, -1.0)
+    return np.clip(value, -1.0, 1.0)
 
 
-def quality_score(
-    weights: Mapping[str, float],
-    covered: Collection[str],
-    *,
-    pairs_total: int = 0,
-    pairs_found: int = 0,
-) -> float:
-    """IDF-weighted share of the query's scope `covered`, with a phrase bonus, in [0, 1]."""
-    return cap(
-        evidence_strength(weights, covered, pairs_total=pairs_total, pairs_found=pairs_found)
-    )
-
-
-def cap(strength: float) -> float:
-    """The quality score for an evidence strength: capped at 1, four decimals."""
-    return round(min(1.0, strength), 4)
+def quality(covered: np.ndarray, ahead: np.ndarray) -> np.ndarray:
+    """The calibrated probability, four decimals."""
+    logit = COVERAGE_WEIGHT * covered + MARGIN_WEIGHT * ahead + BIAS
+    return np.round(1.0 / (1.0 + np.exp(-logit)), 4)
 
 
 def level_for(score: float) -> Level | None:
