@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 RECALL_LIMIT = 200  # candidates graded per query; far more than any top_k a caller uses
 DOCUMENT_MIX = 0.3  # weight of the whole document's BM25 in a chunk's rank
+VARIANT_MAX = True
 WHOLE_FACTOR = 0.5  # weight of a whole identifier's BM25 next to its parts'
 
 
@@ -194,8 +195,21 @@ class KnowledgeIndex:
                 chunks[where] += weight
                 np.add.at(docs, self._chunk_doc[where], weight)
                 continue
+            if len(concept.variants) == 1 or not VARIANT_MAX:
+                for variant in concept.variants:
+                    self._add(chunks, docs, self._vocabulary[variant], factor)
+                continue
+            # A concept counts once: its best-matching form, not the sum of its synonyms.
+            best_chunks = np.zeros_like(chunks)
+            best_docs = np.zeros_like(docs)
             for variant in concept.variants:
-                self._add(chunks, docs, self._vocabulary[variant], factor)
+                one_chunks = np.zeros_like(chunks)
+                one_docs = np.zeros_like(docs)
+                self._add(one_chunks, one_docs, self._vocabulary[variant], factor)
+                np.maximum(best_chunks, one_chunks, out=best_chunks)
+                np.maximum(best_docs, one_docs, out=best_docs)
+            chunks += best_chunks
+            docs += best_docs
         for whole in read.wholes:
             self._add(chunks, docs, self._vocabulary[whole], WHOLE_FACTOR)
         return chunks + DOCUMENT_MIX * docs[self._chunk_doc]

@@ -43,9 +43,9 @@ import numpy as np
 SCORER_NAME = "calibrated-coverage-v3"
 SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
-COVERAGE_WEIGHT = 5.409
-MARGIN_WEIGHT = 3.736
-BIAS = -3.397
+COVERAGE_WEIGHT = 5.942
+MARGIN_WEIGHT = 3.076
+BIAS = -3.384
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
