@@ -55,7 +55,8 @@ class ReadQuery:
 
     @property
     def empty(self) -> bool:
-        return not any(c.known is not Known.UNKNOWN for c in self.concepts)
+        """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing."""
+        return not any(c.known in (Known.KNOWN, Known.SUBSTRING) for c in self.concepts)
 
 
 def read_query(

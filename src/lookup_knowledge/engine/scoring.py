@@ -16,8 +16,10 @@ Two signals, both shares with the same meaning on any corpus, feed it:
   ranking: `(rank − best rank of another document) / rank`, in [−1, 1]. A query that matches
   one runbook stands out; a query sharing only common words with the corpus matches many
   documents about equally (near zero); a hit below another document's best is negative.
+  The margin counts in proportion to the coverage: in a small corpus a single common word
+  can put one document far ahead, which proves nothing when that word is all it shares.
 
-    quality = 1 / (1 + exp(−(COVERAGE_WEIGHT·coverage + MARGIN_WEIGHT·margin + BIAS)))
+    quality = 1 / (1 + exp(−(COVERAGE_WEIGHT·coverage + MARGIN_WEIGHT·margin·coverage + BIAS)))
 
 The three constants were fitted (logistic regression) on the development set's `tune` cases
 and the tuning set: the outcome is whether the rank-first document answers the question.
@@ -43,9 +45,9 @@ import numpy as np
 SCORER_NAME = "calibrated-coverage-v3"
 SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
-COVERAGE_WEIGHT = 5.942
-MARGIN_WEIGHT = 3.076
-BIAS = -3.384
+COVERAGE_WEIGHT = 5.096
+MARGIN_WEIGHT = 4.804
+BIAS = -2.858
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
@@ -76,7 +78,7 @@ def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
 
 def quality(covered: np.ndarray, ahead: np.ndarray) -> np.ndarray:
     """The calibrated probability, four decimals."""
-    logit = COVERAGE_WEIGHT * covered + MARGIN_WEIGHT * ahead + BIAS
+    logit = COVERAGE_WEIGHT * covered + MARGIN_WEIGHT * ahead * covered + BIAS
     return np.round(1.0 / (1.0 + np.exp(-logit)), 4)
 
 

@@ -1,0 +1,179 @@
+"""Tokens, query reading and the data-file lexicon: the mechanisms recall and grading rest on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.fuzzy import Neighbours, damerau_levenshtein
+from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+from lookup_knowledge.engine.lexicon import Lexicon
+from lookup_knowledge.engine.query import Known
+from lookup_knowledge.engine.scoring import Level
+
+LEXICON = Lexicon.load()
+
+
+def words(text: str, *, search_mode: bool = False) -> list[str]:
+    return [t.text for t in tokenize.tokens(text, LEXICON.stopwords, search_mode=search_mode)]
+
+
+def test_log_noise_never_becomes_a_token() -> None:
+    line = (
+        "2024-06-12T03:22:41.118Z 10.0.1.22:10249 pid 482133 req "
+        "1c4e9a2b-77d0-4c1e-9a1f-0b9e2c6d5e11 0x104020 7f9c6d5b8 took 1.531872944s refused"
+    )
+
+    assert words(line) == ["pid", "req", "took", "refus"]
+
+
+def test_short_status_codes_stay_tokens() -> None:
+    assert words("exit code 137, then 504") == ["exit", "code", "137", "504"]
+
+
+def test_an_identifier_yields_its_parts_and_its_whole() -> None:
+    assert words("KubePodCrashLooping") == ["kube", "pod", "crash", "loop", "kubepodcrashlooping"]
+    assert words("fs.inotify.max_user_watches") == [
+        "fs",
+        "inotifi",
+        "max",
+        "user",
+        "watch",
+        "fs.inotify.max_user_watches",
+    ]
+
+
+def test_documents_get_chinese_sub_words_queries_do_not() -> None:
+    assert {"连接池", "连接"} <= set(words("数据库连接池耗尽", search_mode=True))
+    assert "连接" not in words("数据库连接池耗尽")
+
+
+def test_the_damerau_levenshtein_distance_counts_a_swap_as_one_edit() -> None:
+    assert damerau_levenshtein("dsik", "disk", 2) == 1
+    assert damerau_levenshtein("replciat", "replic", 2) > 1
+
+
+def test_a_misspelt_word_is_read_as_the_corpus_word_it_is_nearest_to() -> None:
+    neighbours = Neighbours(["consum", "consol", "kafka"], [5, 1, 3])
+
+    assert neighbours.nearest("consumr") == "consum"
+    assert neighbours.nearest("kfk") is None  # too short to correct
+
+
+def small_index(write_docs: Callable[[dict[str, str]], Path]) -> KnowledgeIndex:
+    docs = write_docs(
+        {
+            "kafka.md": "# Kafka consumer lag\n\nConsumer lag grows when consumers are slow.\n",
+            "disk.md": "# Disk full\n\nThe disk is full: no space left on device.\n",
+            "dns.md": "# DNS resolution\n\nLookups fail with NXDOMAIN or time out.\n",
+        }
+    )
+    return KnowledgeIndex(load_documents(docs))
+
+
+def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    index = small_index(write_docs)
+
+    read = index.read("kafka consumre lag on broker-7f9c6d5b8 x187")
+    result = index.search("kafka consumre lag on broker-7f9c6d5b8 x187", top_k=5)
+
+    kinds = {c.token: c.known for c in read.concepts}
+    assert kinds["consumr"] is Known.TYPO and "x187" not in kinds
+    assert result.hits[0].chunk.source == "kafka.md"
+    assert result.hits[0].level is Level.PRECISE
+
+
+def test_a_query_of_unknown_words_and_typos_alone_has_no_candidates(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    index = small_index(write_docs)
+
+    result = index.search("dsik sourdough 12345", top_k=5)
+
+    assert result.hits == ()
+    assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+def test_an_abbreviation_inside_an_identifier_finds_its_document(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "pleg.md": "# KubeletPlegDurationHigh\n\nThe kubelet relist is slow.\n",
+            "other.md": "# KubeletDown\n\nThe kubelet is down.\n",
+        }
+    )
+
+    hits = KnowledgeIndex(load_documents(docs)).search("PLEG", top_k=5).hits
+
+    assert hits[0].chunk.source == "pleg.md"
+
+
+def test_a_substantive_chunk_beats_an_equally_ranked_stub(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    body = "Check the certificate renewal job and the issuer. " * 6
+    docs = write_docs(
+        {"a-stub.md": "# Cert expiry\n\nSee b.\n", "b-real.md": f"# Cert expiry\n\n{body}\n"}
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("cert expiry", top_k=5).hits
+
+    assert hits[0].chunk.source == "b-real.md"
+
+
+def test_the_shipped_glossary_has_only_single_token_entries() -> None:
+    assert LEXICON.unusable_entries() == []
+    memory = LEXICON.entry_token("memory")
+    assert memory in LEXICON.variants("内存") and "内存" in LEXICON.variants(str(memory))
+
+
+def test_a_deployment_adds_stopwords_and_glossary_lines_next_to_its_docs(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "a.md": "# Widget frobnication\n\nHow the widget frobnicates.\n",
+            ".lexicon/stopwords.txt": "# ours\nplease kindly\n",
+            ".lexicon/glossary.txt": "部件 widget\n",
+        }
+    )
+    lexicon = Lexicon.load(docs)
+    index = KnowledgeIndex(load_documents(docs), lexicon)
+
+    assert "kindly" in lexicon.stopwords and "kindly" not in LEXICON.stopwords
+    assert [c.token for c in index.read("kindly widget").concepts] == ["widget"]
+    assert index.search("部件", top_k=5).hits[0].chunk.source == "a.md"
+    assert [d.source for d in load_documents(docs)] == ["a.md"]  # the lexicon is not indexed
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.text(min_size=1, max_size=300),
+        st.sampled_from(["🙂" * 50, "مرحبا بالعالم", "ש" * 4000, "a" * 4000, "?!...,;", "的了吗"]),
+    )
+)
+def test_no_query_crashes_the_engine(query: str) -> None:
+    result = BUNDLED.search(query, top_k=5)
+
+    assert all(0.0 <= h.quality_score <= 1.0 for h in result.hits)
+    if not result.hits:
+        assert result.no_evidence_basis is not None
+
+
+def test_a_query_of_stopwords_and_noise_only_has_no_candidates() -> None:
+    result = BUNDLED.search("how do I ... 2024-06-12 10:41:07 怎么办 0xdeadbeef", top_k=5)
+
+    assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+BUNDLED = KnowledgeIndex(load_documents())
