@@ -79,7 +79,8 @@ def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
 def quality(covered: np.ndarray, ahead: np.ndarray) -> np.ndarray:
     """The calibrated probability, four decimals."""
     logit = COVERAGE_WEIGHT * covered + MARGIN_WEIGHT * ahead * covered + BIAS
-    return np.round(1.0 / (1.0 + np.exp(-logit)), 4)
+    probability: np.ndarray = np.round(1.0 / (1.0 + np.exp(-logit)), 4)
+    return probability
 
 
 def level_for(score: float) -> Level | None:

@@ -85,21 +85,25 @@ def tokens(text: str, stopwords: Collection[str], *, search_mode: bool) -> Itera
         if match.lastgroup == "cjk":
             yield from (Token(w) for w in segment(run) if w not in stopwords)
         else:
-            yield from _compound(run, stopwords)
+            yield from _compound(run, frozenset(stopwords))
 
 
-def _compound(run: str, stopwords: Collection[str]) -> Iterator[Token]:
+@functools.lru_cache(maxsize=262144)
+def _compound(run: str, stopwords: frozenset[str]) -> tuple[Token, ...]:
+    """The tokens of one Latin compound (cached: real text repeats its words)."""
     lowered = run.lower()
     if is_noise(lowered):
-        return
+        return ()
     parts = [p for piece in _SEPARATORS.split(run) for p in _CAMEL.split(piece) if p]
+    found = []
     for part in parts:
         word = part.lower()
         if word in stopwords or is_noise(word):
             continue
-        yield Token(stem(word), raw=word)
+        found.append(Token(stem(word), raw=word))
     if len(parts) > 1:
-        yield Token(lowered, whole=True)
+        found.append(Token(lowered, whole=True))
+    return tuple(found)
 
 
 def dictionary_words(word: str, stopwords: Collection[str]) -> list[str]:
