@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex, utc_now_iso
@@ -138,6 +138,16 @@ class MemoryLedger:
 
     async def ping(self) -> None:
         """Always reachable."""
+
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The live entries of these calls, by tool_call_id; unknown ids are absent."""
+        now = self._clock()
+        found: dict[str, LedgerEntry] = {}
+        for tool_call_id in tool_call_ids:
+            slot = self._live(run_id, tool_call_id, now)
+            if slot is not None:
+                found[tool_call_id] = slot.entry
+        return found
 
     async def aclose(self) -> None:
         """Nothing to close; present so both backends share a lifecycle."""

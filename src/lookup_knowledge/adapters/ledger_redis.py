@@ -249,6 +249,27 @@ class RedisLedger:
             await self._ready()
             await cast(Any, self._client.ping())
 
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The entries of these calls, by tool_call_id: one pipelined round trip.
+
+        A run's keys share one hash tag, so on a Redis Cluster the whole pipeline goes to the
+        one node that owns the run's slot.
+        """
+        ids = list(dict.fromkeys(tool_call_ids))
+        if not ids:
+            return {}
+        with _store_errors("read"):
+            await self._ready()
+            async with self._client.pipeline(transaction=False) as pipe:
+                for tool_call_id in ids:
+                    pipe.hgetall(entry_key(run_id, tool_call_id))
+                replies: list[dict[bytes, bytes]] = await pipe.execute()
+        return {
+            tool_call_id: _entry(fields)
+            for tool_call_id, fields in zip(ids, replies, strict=True)
+            if fields
+        }
+
     async def _ready(self) -> None:
         if self._cluster_ready:
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lookup_knowledge.domain.audit import AuditRecord
@@ -61,6 +61,13 @@ class LedgerPort(Protocol):
     async def list_run(self, run_id: str) -> list[LedgerEntry]: ...
 
     async def ping(self) -> None: ...
+
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The run's live entries for these calls, by tool_call_id, in one store round trip.
+
+        Unknown or expired ids are simply absent from the answer (docs/ledger.md#batch-read).
+        """
+        ...
 
 
 class AuditPort(Protocol):
