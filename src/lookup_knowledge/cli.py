@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser(
         "verify-citation", help="check a citation against its ledger entry", add_help=False
     )
-    verify.set_defaults(delegate="lookup_knowledge.guard")
+    verify.set_defaults(delegate="lookup_knowledge.guard.citation_cli")
 
     evaluate = commands.add_parser(
         "eval", help="retrieval and pipeline evaluation over the golden cases", add_help=False

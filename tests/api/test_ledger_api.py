@@ -171,7 +171,9 @@ async def test_a_served_entry_is_enough_for_evidence_guard_to_verify_a_citation(
         )
         == []
     )
-    wrong = verify_citation(served.content, run_id="run-7", kind=CitationKind.NORMAL)
+    wrong = verify_citation(
+        served.content, run_id="run-7", kind=CitationKind.NORMAL, document_id=cited
+    )
     assert [v.code for v in wrong] == ["RUN_MISMATCH"]
 
 

@@ -1,4 +1,5 @@
-"""The client-side citation verifier: every violation kind is caught; a genuine entry passes."""
+"""The per-citation verifier over a served ledger entry: every violation is caught, a genuine
+entry passes. It shares its rules with the report verifier (tests/unit/test_guard_report.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import respx
 
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
-from lookup_knowledge.guard import CitationKind, ViolationCode, main, verify_citation
+from lookup_knowledge.guard import CitationKind, ViolationCode, verify_citation
+from lookup_knowledge.guard.citation_cli import main
 
 RUN = "run-42"
 CALL = "call_x1"
@@ -76,9 +78,15 @@ def entry(
     ).to_json_bytes()
 
 
+SHOWN = "gw-timeout-md#chunk-1"
+
+
 def codes(entry_json: bytes | None, **kwargs: Any) -> list[ViolationCode]:
+    """The codes of a citation of `entry_json`; a NORMAL one cites a shown document by default."""
     kwargs.setdefault("run_id", RUN)
     kwargs.setdefault("kind", CitationKind.NORMAL)
+    if kwargs["kind"] is CitationKind.NORMAL:
+        kwargs.setdefault("document_id", SHOWN)
     return [v.code for v in verify_citation(entry_json, **kwargs)]
 
 
@@ -93,8 +101,51 @@ def test_a_genuine_entry_passes_a_normal_citation_of_a_shown_document() -> None:
     assert codes(entry(FOUND), document_id="nginx-md#chunk-2", tool_call_id=CALL) == []
 
 
-def test_a_genuine_entry_passes_a_normal_citation_without_a_document() -> None:
-    assert codes(entry(FOUND)) == []
+def test_a_normal_citation_without_a_document_is_refused_even_on_a_genuine_entry() -> None:
+    assert codes(entry(FOUND), document_id=None) == [ViolationCode.DOCUMENT_REQUIRED]
+
+
+def test_a_negative_observation_naming_a_document_is_refused() -> None:
+    found = codes(entry(NOTHING), kind=CitationKind.NEGATIVE_OBSERVATION, document_id=SHOWN)
+
+    assert found == [ViolationCode.UNEXPECTED_DOCUMENT]
+
+
+def test_a_quote_from_the_excerpt_passes_with_its_whitespace_normalized() -> None:
+    found = codes(entry(FOUND), quote="  Check the\n upstream\ttimeout ")
+
+    assert found == []
+
+
+def test_a_quote_that_is_not_in_the_excerpt_is_refused() -> None:
+    assert codes(entry(FOUND), quote="Check the downstream timeout") == [
+        ViolationCode.QUOTE_NOT_IN_EXCERPT
+    ]
+
+
+def test_a_quote_from_another_shown_document_is_refused() -> None:
+    found = codes(entry(FOUND), document_id=SHOWN, quote="proxy_read_timeout")
+
+    assert found == [ViolationCode.QUOTE_NOT_IN_EXCERPT]
+
+
+@pytest.mark.parametrize(
+    ("kind", "document_id"),
+    [(CitationKind.NORMAL, None), (CitationKind.NEGATIVE_OBSERVATION, None)],
+    ids=["normal without a document", "negative observation"],
+)
+def test_a_quote_without_a_cited_document_is_refused(
+    kind: CitationKind, document_id: str | None
+) -> None:
+    result = FOUND if kind is CitationKind.NORMAL else NOTHING
+
+    found = codes(entry(result), kind=kind, document_id=document_id, quote="Check the upstream")
+
+    assert ViolationCode.QUOTE_WITHOUT_DOCUMENT in found
+
+
+def test_a_blank_quote_is_empty_text() -> None:
+    assert codes(entry(FOUND), quote=" \n ") == [ViolationCode.EMPTY_TEXT]
 
 
 def test_a_genuine_no_evidence_entry_passes_a_negative_observation() -> None:
@@ -145,7 +196,9 @@ def test_a_result_naming_another_tool_call_is_a_tool_call_mismatch() -> None:
 
 
 def test_a_normal_citation_of_a_no_evidence_entry_is_a_kind_mismatch() -> None:
-    assert codes(entry(NOTHING), kind=CitationKind.NORMAL) == [ViolationCode.KIND_MISMATCH]
+    assert codes(entry(NOTHING), kind=CitationKind.NORMAL, quote="Check") == [
+        ViolationCode.KIND_MISMATCH
+    ]
 
 
 def test_a_negative_observation_over_found_evidence_is_a_kind_mismatch() -> None:
@@ -240,7 +293,10 @@ def test_a_result_that_is_not_strictly_the_contract_is_a_contract_violation(
 def test_found_status_without_evidence_is_a_contract_violation() -> None:
     result = with_changes(NOTHING, evidence_status="EVIDENCE_FOUND")
 
-    assert codes(entry(result)) == [ViolationCode.CONTRACT_VIOLATION]
+    assert codes(entry(result)) == [
+        ViolationCode.CONTRACT_VIOLATION,
+        ViolationCode.DOCUMENT_NOT_IN_RESULT,  # and indeed nothing was shown
+    ]
 
 
 def test_a_level_without_evidence_is_a_contract_violation() -> None:
@@ -254,7 +310,7 @@ def test_a_level_without_evidence_is_a_contract_violation() -> None:
 def test_an_entry_status_that_disagrees_with_its_result_is_a_contract_violation() -> None:
     found = codes(entry(NOTHING, evidence_status="EVIDENCE_FOUND"))
 
-    assert found == [ViolationCode.CONTRACT_VIOLATION]
+    assert found == [ViolationCode.CONTRACT_VIOLATION, ViolationCode.DOCUMENT_NOT_IN_RESULT]
 
 
 def test_a_ready_entry_without_a_result_is_a_contract_violation() -> None:
@@ -273,22 +329,39 @@ def test_an_entry_with_two_results_is_a_contract_violation() -> None:
 
 def test_every_violation_is_reported_not_only_the_first() -> None:
     found = codes(
-        entry(NOTHING, run_id="run-other", result_sha256="0" * 64),
-        document_id="gw-timeout-md#chunk-1",
+        entry(FOUND, run_id="run-other", result_sha256="0" * 64),
+        document_id="gw-timeout-md#chunk-3",
         tool_call_id="call_other",
+        quote="anything",
     )
 
     assert found == [
         ViolationCode.RUN_MISMATCH,
         ViolationCode.TOOL_CALL_MISMATCH,
-        ViolationCode.KIND_MISMATCH,
         ViolationCode.SHA_MISMATCH,
         ViolationCode.DOCUMENT_NOT_IN_RESULT,
     ]
 
 
+def test_violations_point_at_the_part_of_the_citation_they_concern() -> None:
+    found = verify_citation(
+        entry(FOUND, result_sha256="0" * 64),
+        run_id=RUN,
+        kind=CitationKind.NEGATIVE_OBSERVATION,
+        document_id=SHOWN,
+        quote="Check",
+    )
+
+    assert [(v.code, v.path) for v in found] == [
+        (ViolationCode.UNEXPECTED_DOCUMENT, "$.document_id"),
+        (ViolationCode.QUOTE_WITHOUT_DOCUMENT, "$.quote"),
+        (ViolationCode.KIND_MISMATCH, "$.kind"),
+        (ViolationCode.SHA_MISMATCH, "$.tool_call_id"),
+    ]
+
+
 def test_a_violation_reads_as_code_and_message() -> None:
-    (violation,) = verify_citation(None, run_id=RUN, kind=CitationKind.NORMAL)
+    (violation,) = verify_citation(None, run_id=RUN, kind=CitationKind.NORMAL, document_id=SHOWN)
 
     assert str(violation).startswith("NOT_FOUND: ")
 
@@ -332,6 +405,26 @@ def test_the_cli_prints_violations_and_exits_one(
     assert code == 1
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == ["RUN_MISMATCH", "KIND_MISMATCH"]
+
+
+def test_the_cli_checks_a_quote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "entry.json"
+    path.write_bytes(entry(FOUND))
+    argv = ["--entry-file", str(path), "--run-id", RUN, "--kind", "NORMAL", "--document-id", SHOWN]
+
+    assert main([*argv, "--quote", "upstream timeout"]) == 0
+    assert main([*argv, "--quote", "downstream timeout"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("QUOTE_NOT_IN_EXCERPT:")
+
+
+def test_the_cli_refuses_a_normal_citation_without_a_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "entry.json"
+    path.write_bytes(entry(FOUND))
+
+    assert main(["--entry-file", str(path), "--run-id", RUN, "--kind", "NORMAL"]) == 1
+    assert capsys.readouterr().out.startswith("DOCUMENT_REQUIRED:")
 
 
 @pytest.mark.parametrize(
@@ -383,11 +476,22 @@ def test_the_cli_fetches_the_entry_with_the_bearer_token(
         return_value=httpx.Response(200, content=entry(FOUND))
     )
 
-    code = main([*URL_ARGS, "--kind", "NORMAL", "--token", "s3cret"])
+    code = main([*URL_ARGS, "--kind", "NORMAL", "--document-id", SHOWN, "--token", "s3cret"])
 
     assert code == 0
     assert route.calls.last.request.headers["Authorization"] == "Bearer s3cret"
     assert capsys.readouterr().out == "OK\n"
+
+
+@respx.mock
+def test_the_cli_takes_the_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOKUP_KNOWLEDGE_TOKEN", "from-env")
+    route = respx.get(f"http://ledger.test/ledger/{RUN}/{CALL}").mock(
+        return_value=httpx.Response(200, content=entry(FOUND))
+    )
+
+    assert main([*URL_ARGS, "--kind", "NORMAL", "--document-id", SHOWN]) == 0
+    assert route.calls.last.request.headers["Authorization"] == "Bearer from-env"
 
 
 @respx.mock
@@ -398,7 +502,7 @@ def test_the_cli_reports_an_unknown_entry_as_not_found(
         return_value=httpx.Response(404, json={"error": {"code": "NOT_FOUND"}})
     )
 
-    assert main([*URL_ARGS, "--kind", "NORMAL"]) == 1
+    assert main([*URL_ARGS, "--kind", "NORMAL", "--document-id", SHOWN]) == 1
     assert capsys.readouterr().out.startswith("NOT_FOUND:")
 
 
