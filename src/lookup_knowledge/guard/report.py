@@ -101,11 +101,15 @@ class Analysis(_Part):
 
 
 class Conclusion(_Part):
+    """What the analyses support; null when they support none."""
+
     text: Text
     based_on: BasedOn
 
 
 class ActionItem(_Part):
+    """One step to take, resting on analyses."""
+
     text: Text
     based_on: BasedOn
 
