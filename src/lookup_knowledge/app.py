@@ -19,7 +19,9 @@ from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
 from lookup_knowledge.api.errors import install_error_handlers
-from lookup_knowledge.domain.ports import AuditPort, LedgerPort
+from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort
+from lookup_knowledge.guard import route as guard_route
+from lookup_knowledge.observability.guard_telemetry import GuardTelemetry
 from lookup_knowledge.observability.http import RequestContextMiddleware
 from lookup_knowledge.observability.logs import configure_logging
 from lookup_knowledge.observability.metrics import Metrics
@@ -82,8 +84,9 @@ async def open_resources(
     metrics: Metrics | None = None,
     ledger: LedgerPort | None = None,
     audit: AuditPort | None = None,
+    guard_outcomes: GuardOutcomePort | None = None,
 ) -> Resources:
-    """Open every client in order; `ledger`/`audit` replace the configured stores (tests)."""
+    """Open every client in order; `ledger`/`audit`/`guard_outcomes` replace the defaults."""
     http = await open_pyrag_http(settings, stack)
     search = PyragClient(
         http,
@@ -102,7 +105,12 @@ async def open_resources(
         observer=LookupTelemetry(metrics),
     )
     return Resources(
-        settings=settings, search=search, ledger=ledger_port, audit=audit_port, service=service
+        settings=settings,
+        search=search,
+        ledger=ledger_port,
+        audit=audit_port,
+        service=service,
+        guard_outcomes=guard_outcomes or GuardTelemetry(metrics),
     )
 
 
@@ -110,7 +118,9 @@ def warn_about_open_roles(settings: Settings) -> None:
     if not settings.lookup_tokens:
         log.warning("LOOKUP_API_TOKENS is unset: POST /lookup_knowledge is open to anyone")
     if not settings.ledger_tokens:
-        log.warning("LEDGER_API_TOKENS is unset: the /ledger routes are open to anyone")
+        log.warning(
+            "LEDGER_API_TOKENS is unset: the /ledger routes and /guard/verify are open to anyone"
+        )
 
 
 def create_app(
@@ -118,6 +128,7 @@ def create_app(
     *,
     ledger: LedgerPort | None = None,
     audit: AuditPort | None = None,
+    guard_outcomes: GuardOutcomePort | None = None,
 ) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics()
@@ -127,7 +138,12 @@ def create_app(
         warn_about_open_roles(settings)
         async with AsyncExitStack() as stack:
             app.state.resources = await open_resources(
-                settings, stack, metrics=metrics, ledger=ledger, audit=audit
+                settings,
+                stack,
+                metrics=metrics,
+                ledger=ledger,
+                audit=audit,
+                guard_outcomes=guard_outcomes,
             )
             yield
 
@@ -143,6 +159,8 @@ def create_app(
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.include_router(lookup.router, dependencies=[require(Role.LOOKUP)])
     app.include_router(ledger_routes.router, dependencies=[require(Role.LEDGER)])
+    # The guard reads what the ledger role may read, for the same consumer: docs/guard.md#auth.
+    app.include_router(guard_route.router, dependencies=[require(Role.LEDGER)])
     app.include_router(health.router)
     return app
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
-from lookup_knowledge.domain.ports import AuditPort, LedgerPort, SearchPort
+from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort, SearchPort
 from lookup_knowledge.settings import Settings
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ class Resources:
     ledger: LedgerPort
     audit: AuditPort
     service: LookupService
+    guard_outcomes: GuardOutcomePort
 
 
 def get_resources(request: Request) -> Resources:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.guard import GuardOutcome
 from lookup_knowledge.domain.ledger import LedgerEntry
 from lookup_knowledge.domain.models import SearchOutcome
 
@@ -92,3 +93,13 @@ class LookupObserver(Protocol):
     def lookup_finished(
         self, record: AuditRecord, *, stages: Mapping[str, float], error_kind: str | None
     ) -> None: ...
+
+
+class GuardOutcomePort(Protocol):
+    """Told about every finished report verification (docs/guard.md#outcomes).
+
+    Called once per verification, answered or stopped by an error. It must neither block the
+    event loop nor raise: a verification never fails for its record.
+    """
+
+    def verification_finished(self, outcome: GuardOutcome) -> None: ...

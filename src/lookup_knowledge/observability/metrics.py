@@ -19,6 +19,7 @@ from prometheus_client import (
 )
 
 from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.guard import GuardOutcome
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 STAGES = ("pyrag", "pipeline", "ledger", "audit")
@@ -94,6 +95,24 @@ class Metrics:
             "Lookups answered from the ledger (replays)",
             registry=r,
         )
+        self.guard_verifications = Counter(
+            "lk_guard_verifications",
+            "Report verifications by outcome (ok, violations, or the error code)",
+            ["outcome"],
+            registry=r,
+        )
+        self.guard_violations = Counter(
+            "lk_guard_violations",
+            "Violations found in verified reports, by code",
+            ["code"],
+            registry=r,
+        )
+        self.guard_latency = Histogram(
+            "lk_guard_duration_seconds",
+            "Whole report verification latency (ledger read included)",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.audit_spool_depth = Gauge(
             "lk_audit_spool_depth",
             "Audit rows waiting in the local spool",
@@ -122,6 +141,12 @@ class Metrics:
             self.ledger_conflicts.inc()
         if error_kind is not None:
             self.pyrag_errors.labels(error_kind).inc()
+
+    def observe_guard(self, outcome: GuardOutcome) -> None:
+        self.guard_verifications.labels(outcome.outcome).inc()
+        self.guard_latency.observe(outcome.duration_ms / 1000)
+        for found in outcome.violations:
+            self.guard_violations.labels(found.code).inc()
 
     def render(self, *, spool_depth: int) -> bytes:
         """The exposition text; aggregates all workers in multiprocess mode."""

@@ -1,0 +1,38 @@
+"""One finished report verification, as the guard hands it to its outcome port (docs/guard.md).
+
+Plain data, so that whoever records it (metrics and the log line today; an audit row later)
+depends on nothing of the guard package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+OUTCOME_OK = "ok"
+OUTCOME_VIOLATIONS = "violations"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardViolationRef:
+    code: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class GuardOutcome:
+    run_id: str
+    # "ok", "violations", or the error code that stopped the verification (LEDGER_UNAVAILABLE)
+    outcome: str
+    violations: tuple[GuardViolationRef, ...] = ()
+    analysis_count: int = 0
+    citation_count: int = 0
+    tool_call_count: int = 0  # distinct cited calls
+    ledger_entry_count: int = 0  # of those, how many the run's ledger holds
+    snapshot_count: int = 0
+    report_sha256: str = ""  # of the parsed report as compact JSON (GuardReport.model_dump_json)
+    duration_ms: float = 0.0
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+__all__ = ["OUTCOME_OK", "OUTCOME_VIOLATIONS", "GuardOutcome", "GuardViolationRef"]

@@ -1,0 +1,59 @@
+"""POST /guard/verify: a whole report checked against its run's ledger (docs/guard.md#route).
+
+Guarded by the ledger role (docs/http-api.md#auth), included by `create_app`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel
+
+from lookup_knowledge.api.deps import ResourcesDep
+from lookup_knowledge.guard.report import VerifyRequest, VerifyResult
+from lookup_knowledge.guard.service import verify_in_ledger
+
+router = APIRouter(tags=["guard"])
+
+
+class _ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: Any = None
+
+
+class _ErrorEnvelope(BaseModel):
+    """The error envelope of docs/errors.md."""
+
+    error: _ErrorBody
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"model": _ErrorEnvelope, "description": description}
+
+
+@router.post(
+    "/guard/verify",
+    operation_id="verifyReport",
+    response_model=VerifyResult,
+    responses={
+        400: _error("INVALID_REQUEST: the body is not JSON"),
+        401: _error("UNAUTHORIZED: a ledger-role token is required"),
+        403: _error("FORBIDDEN: the token is of another role"),
+        413: _error("PAYLOAD_TOO_LARGE: the body is over 64 KiB"),
+        422: _error("INVALID_REQUEST: not a report, or over a count bound"),
+        503: _error("LEDGER_UNAVAILABLE: the ledger could not be read; nothing was judged"),
+    },
+)
+async def verify_report(request: VerifyRequest, resources: ResourcesDep) -> Response:
+    """Verify an agent's report against the evidence ledger of its run."""
+    result = await verify_in_ledger(
+        request.report,
+        run_id=request.run_id,
+        ledger=resources.ledger,
+        outcomes=resources.guard_outcomes,
+    )
+    return Response(
+        content=result.model_dump_json(exclude_none=True), media_type="application/json"
+    )
