@@ -1,4 +1,4 @@
-"""Console entry `lookup-knowledge`: serve, pyrag serve, verify-citation, audit show."""
+"""Console entry `lookup-knowledge`: serve, pyrag serve, verify-citation/-report, audit show."""
 
 from __future__ import annotations
 
@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         "verify-citation", help="check a citation against its ledger entry", add_help=False
     )
     verify.set_defaults(delegate="lookup_knowledge.guard.citation_cli")
+
+    verify_report = commands.add_parser(
+        "verify-report", help="check a whole report against the ledger", add_help=False
+    )
+    verify_report.set_defaults(delegate="lookup_knowledge.guard.report_cli")
 
     evaluate = commands.add_parser(
         "eval", help="retrieval and pipeline evaluation over the golden cases", add_help=False
