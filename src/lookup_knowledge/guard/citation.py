@@ -8,15 +8,12 @@ whose kind does not fit its entry is not searched for its document: there is non
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from lookup_knowledge.domain.contract import RagEvidenceItem
 from lookup_knowledge.guard.codes import Violation, ViolationCode, violation
 from lookup_knowledge.guard.rebuild import Rebuilt
 from lookup_knowledge.guard.report import CitationKind
-
-_SPACES = re.compile(r"\s+")
 
 
 def check_citation(
@@ -94,7 +91,8 @@ def quote_in_excerpt(quote: str, excerpt: str) -> bool:
 
 
 def normalize_space(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
+    """Runs of whitespace (as str.isspace says, Unicode included) become one space; ends go."""
+    return " ".join(text.split())
 
 
 def _intrinsic(

@@ -14,9 +14,7 @@ Violations come with the path "$"; the citation rules move them to the citation'
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -105,7 +103,7 @@ def _rebuild_result(call: LedgeredCall, found: list[Violation]) -> RagToolResult
             _v(ViolationCode.CONTRACT_VIOLATION, f"result is not the contract: {problems}")
         )
         return None
-    found.extend(_v(ViolationCode.CONTRACT_VIOLATION, p) for p in _shape_problems(raw, result))
+    found.extend(_v(ViolationCode.CONTRACT_VIOLATION, p) for p in _shape_problems(result))
     if result.evidence_status != call.evidence_status:
         found.append(
             _v(
@@ -125,8 +123,12 @@ def _rebuild_result(call: LedgeredCall, found: list[Violation]) -> RagToolResult
     return result
 
 
-def _shape_problems(raw: bytes, result: RagToolResult) -> list[str]:
-    """Rules of docs/agent-contract.md that a field-by-field schema cannot express."""
+def _shape_problems(result: RagToolResult) -> list[str]:
+    """Rules of docs/agent-contract.md that a field-by-field schema cannot express.
+
+    "Sent empty or null instead of omitted" is read from the fields the bytes set
+    (`model_fields_set`), so the bytes are parsed once.
+    """
     problems: list[str] = []
     if result.returned_count != len(result.evidence):
         problems.append(
@@ -140,13 +142,14 @@ def _shape_problems(raw: bytes, result: RagToolResult) -> list[str]:
         )
     if result.relevance_level is not None and not has_evidence:
         problems.append("relevance_level present without evidence")
-    data: dict[str, Any] = json.loads(raw)
-    for key in ("evidence", "relevance_level"):
-        if key in data and data[key] in (None, []):
-            problems.append(f"`{key}` sent empty or null instead of omitted")
-    for n, item in enumerate(data.get("evidence") or []):
+    sent = result.model_fields_set
+    if "evidence" in sent and not has_evidence:
+        problems.append("`evidence` sent empty or null instead of omitted")
+    if "relevance_level" in sent and result.relevance_level is None:
+        problems.append("`relevance_level` sent empty or null instead of omitted")
+    for n, item in enumerate(result.evidence):
         for key in _OPTIONAL_ITEM_FIELDS:
-            if key in item and item[key] in (None, ""):
+            if key in item.model_fields_set and getattr(item, key) in (None, ""):
                 problems.append(f"`evidence[{n}].{key}` sent empty or null instead of omitted")
     return problems
 

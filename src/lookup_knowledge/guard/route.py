@@ -5,16 +5,21 @@ Guarded by the ledger role (docs/http-api.md#auth), included by `create_app`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel
 
-from lookup_knowledge.api.deps import ResourcesDep
+from lookup_knowledge.api.deps import Resources, get_resources
 from lookup_knowledge.guard.report import VerifyRequest, VerifyResult
 from lookup_knowledge.guard.service import verify_in_ledger
 
 router = APIRouter(tags=["guard"])
+
+
+async def _resources(request: Request) -> Resources:
+    """As `ResourcesDep`, read on the event loop: a sync dependency costs a thread hop."""
+    return get_resources(request)
 
 
 class _ErrorBody(BaseModel):
@@ -46,7 +51,9 @@ def _error(description: str) -> dict[str, Any]:
         503: _error("LEDGER_UNAVAILABLE: the ledger could not be read; nothing was judged"),
     },
 )
-async def verify_report(request: VerifyRequest, resources: ResourcesDep) -> Response:
+async def verify_report(
+    request: VerifyRequest, resources: Annotated[Resources, Depends(_resources)]
+) -> Response:
     """Verify an agent's report against the evidence ledger of its run."""
     result = await verify_in_ledger(
         request.report,
