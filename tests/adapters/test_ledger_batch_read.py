@@ -127,7 +127,7 @@ async def test_ten_entries_are_read_in_one_redis_round_trip(
             found = await ledger.get_many(RUN, [*calls, "call_unknown"])
 
         assert set(found) == set(calls)
-        assert trips.batches == [["HGETALL"] * 11]
+        assert trips.batches == [["HMGET"] * 11]
     finally:
         await ledger.aclose()
         await admin.flushall()

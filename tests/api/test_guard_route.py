@@ -95,7 +95,7 @@ async def test_twenty_citations_across_ten_calls_cost_one_redis_round_trip(
     assert response.status_code == 200 and response.json()["ok"] is True
     assert len(response.json()["evidence_snapshot"]) == 20
     assert trips.count <= 2
-    assert trips.batches == [["HGETALL"] * 10]
+    assert trips.batches == [["HMGET"] * 10]
     if stats is not None:  # the server's own count agrees: ten reads, nothing else
         served = {n: s["calls"] for n, s in stats.items() if not n.startswith("cmdstat_config")}
-        assert served == {"cmdstat_hgetall": 10}  # (CONFIG: the reset itself)
+        assert served == {"cmdstat_hmget": 10}  # (CONFIG: the reset itself)
