@@ -166,6 +166,25 @@ def test_the_snapshot_leaves_out_entries_with_violations_of_their_own() -> None:
     assert answer.evidence_snapshot == []
 
 
+def test_a_negative_observation_naming_a_shown_document_adds_nothing_to_the_snapshot() -> None:
+    negative = citation(kind="NEGATIVE_OBSERVATION", document_id=GW[0])
+
+    answer = verify(report(analyses=[analysis(negative)], action_plan=[]))
+
+    assert [v.code for v in answer.violations] == [
+        ViolationCode.UNEXPECTED_DOCUMENT,
+        ViolationCode.KIND_MISMATCH,
+    ]
+    assert answer.evidence_snapshot == []
+
+
+def test_a_bad_quote_does_not_keep_the_genuine_item_out_of_the_snapshot() -> None:
+    answer = verify(report(analyses=[analysis(citation(quote="not there"))], action_plan=[]))
+
+    assert [v.code for v in answer.violations] == [ViolationCode.QUOTE_NOT_IN_EXCERPT]
+    assert [i.document_id for i in answer.evidence_snapshot] == [GW[0]]
+
+
 def test_an_entry_cited_many_times_is_judged_at_every_citation() -> None:
     cites = [citation(), citation(document_id=NGINX[0])]
     entries = {"call_1": ready("call_1", GW, NGINX, run="run-other")}
@@ -340,3 +359,4 @@ def test_each_code_is_triggered_by_its_example(code: ViolationCode) -> None:
     codes = [v.code for v in verify(data, {**ENTRIES, **(entries or {})}).violations]
 
     assert codes == [code]
+

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lookup_knowledge.guard.citation import cited_item
 from lookup_knowledge.guard.rebuild import Rebuilt
-from lookup_knowledge.guard.report import SnapshotItem
+from lookup_knowledge.guard.report import CitationKind, SnapshotItem
 
 
 class SnapshotBuilder:
@@ -18,8 +18,17 @@ class SnapshotBuilder:
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], SnapshotItem] = {}
 
-    def add(self, tool_call_id: str, document_id: str | None, rebuilt: Rebuilt | None) -> None:
-        if document_id is None or rebuilt is None or not rebuilt.trusted:
+    def add(
+        self,
+        kind: CitationKind,
+        tool_call_id: str,
+        document_id: str | None,
+        rebuilt: Rebuilt | None,
+    ) -> None:
+        """Take the item a NORMAL citation resolves to, if its entry is beyond reproach."""
+        if kind is not CitationKind.NORMAL or document_id is None:
+            return
+        if rebuilt is None or not rebuilt.trusted:
             return
         key = (tool_call_id, document_id)
         if key in self._items:

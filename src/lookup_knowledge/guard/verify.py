@@ -69,7 +69,7 @@ def verify_report(
                     path=f"$.analyses[{i}].citations[{j}]",
                 )
             )
-            snapshot.add(call_id, citation.document_id, rebuilt[call_id])
+            snapshot.add(citation.kind, call_id, citation.document_id, rebuilt[call_id])
     return VerifyResult(ok=not found, violations=found, evidence_snapshot=snapshot.items())
 
 
