@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import sys
 import tempfile
 import time
@@ -37,6 +38,12 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+# httpx's ASGITransport asks `import sniffio` on every request; when it is not installed, each
+# request pays a failed search of sys.path in the measuring client, not in the service. A None
+# entry fails that import at once.
+if importlib.util.find_spec("sniffio") is None:
+    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 from lookup_knowledge.app import create_app  # noqa: E402
 from lookup_knowledge.guard import (  # noqa: E402
