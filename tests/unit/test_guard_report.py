@@ -4,7 +4,9 @@ the rebuilt evidence snapshot, and a trigger for every violation code."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from lookup_knowledge.guard.codes import Stage
 from lookup_knowledge.guard.report import MAX_CITATIONS, MAX_CITED_CALLS, VerifyResult
 
 RUN = "run-42"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "guard.md"
 
 
 def result(call: str, *docs: tuple[str, str]) -> dict[str, Any]:
@@ -360,3 +363,10 @@ def test_each_code_is_triggered_by_its_example(code: ViolationCode) -> None:
 
     assert codes == [code]
 
+
+def test_the_documented_code_table_lists_every_code_with_its_stage() -> None:
+    section = DOCS.read_text(encoding="utf-8").split("## Violation codes")[1].split("\n### ")[0]
+    rows = re.findall(r"^\| `([A-Z_]+)` \| (\w+) \|", section, re.MULTILINE)
+
+    assert len(rows) == len(ViolationCode)
+    assert dict(rows) == {code.value: code.stage.value for code in ViolationCode}
