@@ -58,8 +58,10 @@ async def test_the_route_is_described_in_openapi_with_its_models_and_errors(
     assert ok == {"$ref": "#/components/schemas/VerifyResult"}
     assert {"400", "401", "403", "413", "422", "503"} <= set(operation["responses"])
     error = operation["responses"]["503"]["content"]["application/json"]["schema"]
-    assert error["$ref"].endswith("_ErrorEnvelope")
-    assert "GuardReport" in spec["components"]["schemas"]
+    assert error["$ref"].endswith("ErrorEnvelope")
+    schemas = spec["components"]["schemas"]
+    assert "GuardReport" in schemas
+    assert schemas["VerifyRequest"]["required"] == ["run_id", "report"]
 
 
 @pytest.mark.redis

@@ -13,8 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from lookup_knowledge.domain.models import EvidenceStatus
 from lookup_knowledge.guard.codes import Violation
@@ -164,13 +163,18 @@ class GuardReport(_Part):
 
 
 class VerifyRequest(BaseModel):
-    """Body of POST /guard/verify."""
+    """Body of POST /guard/verify; `runId` is accepted for `run_id`, unknown keys are ignored."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore"
-    )
+    model_config = ConfigDict(extra="ignore")
 
-    run_id: Annotated[str, Field(pattern=ID_PATTERN, description="The run that wrote the report.")]
+    run_id: Annotated[
+        str,
+        Field(
+            pattern=ID_PATTERN,
+            validation_alias=AliasChoices("run_id", "runId"),
+            description="The run that wrote the report.",
+        ),
+    ]
     report: GuardReport
 
 

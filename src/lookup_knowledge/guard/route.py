@@ -22,20 +22,20 @@ async def _resources(request: Request) -> Resources:
     return get_resources(request)
 
 
-class _ErrorBody(BaseModel):
+class ErrorBody(BaseModel):
     code: str
     message: str
     details: Any = None
 
 
-class _ErrorEnvelope(BaseModel):
-    """The error envelope of docs/errors.md."""
+class ErrorEnvelope(BaseModel):
+    """The error envelope of docs/errors.md (for the OpenAPI description of this route)."""
 
-    error: _ErrorBody
+    error: ErrorBody
 
 
 def _error(description: str) -> dict[str, Any]:
-    return {"model": _ErrorEnvelope, "description": description}
+    return {"model": ErrorEnvelope, "description": description}
 
 
 @router.post(
@@ -51,7 +51,7 @@ def _error(description: str) -> dict[str, Any]:
         503: _error("LEDGER_UNAVAILABLE: the ledger could not be read; nothing was judged"),
     },
 )
-async def verify_report(
+async def verify(
     request: VerifyRequest, resources: Annotated[Resources, Depends(_resources)]
 ) -> Response:
     """Verify an agent's report against the evidence ledger of its run."""
