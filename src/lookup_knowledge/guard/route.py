@@ -61,6 +61,7 @@ async def verify(
         ledger=resources.ledger,
         outcomes=resources.guard_outcomes,
     )
+    # Serialized once, here: a returned model would be validated again against response_model.
     return Response(
         content=result.model_dump_json(exclude_none=True), media_type="application/json"
     )
