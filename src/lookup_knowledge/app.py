@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from lookup_knowledge import __version__
 from lookup_knowledge.adapters.audit_writer import AuditWriter
@@ -21,6 +22,7 @@ from lookup_knowledge.api.deps import Resources
 from lookup_knowledge.api.errors import install_error_handlers
 from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort
 from lookup_knowledge.guard import route as guard_route
+from lookup_knowledge.mcp_server.http import MCP_PATH, McpHttpEndpoint
 from lookup_knowledge.observability.guard_telemetry import GuardTelemetry
 from lookup_knowledge.observability.http import RequestContextMiddleware
 from lookup_knowledge.observability.logs import configure_logging
@@ -132,6 +134,7 @@ def create_app(
 ) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics()
+    mcp_endpoint = McpHttpEndpoint(lambda: app.state.resources)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -145,6 +148,7 @@ def create_app(
                 audit=audit,
                 guard_outcomes=guard_outcomes,
             )
+            await stack.enter_async_context(mcp_endpoint.run())
             yield
 
     app = FastAPI(
@@ -162,6 +166,8 @@ def create_app(
     # The guard reads what the ledger role may read, for the same consumer: docs/guard.md#auth.
     app.include_router(guard_route.router, dependencies=[require(Role.LEDGER)])
     app.include_router(health.router)
+    # MCP over streamable HTTP, guarded by the lookup role (docs/integration.md#mcp).
+    app.router.routes.append(Route(MCP_PATH, mcp_endpoint, include_in_schema=False))
     return app
 
 

@@ -1,4 +1,5 @@
-"""Console entry `lookup-knowledge`: serve, pyrag serve, verify-citation/-report, audit show."""
+"""Console entry `lookup-knowledge`: serve, mcp, tool-spec, pyrag serve, verify-citation/-report,
+audit show."""
 
 from __future__ import annotations
 
@@ -161,6 +162,18 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="retrieval and pipeline evaluation over the golden cases", add_help=False
     )
     evaluate.set_defaults(delegate="lookup_knowledge.evaluation.cli")
+
+    mcp = commands.add_parser(
+        "mcp", help="serve the tool to an MCP host over stdio", add_help=False
+    )
+    mcp.set_defaults(delegate="lookup_knowledge.mcp_server.stdio")
+
+    tool_spec = commands.add_parser(
+        "tool-spec",
+        help="print the tool definition (openai, anthropic, mcp, json-schema)",
+        add_help=False,
+    )
+    tool_spec.set_defaults(delegate="lookup_knowledge.tool_spec")
 
     audit = commands.add_parser("audit", help="read the tool_invocation audit table")
     audit_commands = audit.add_subparsers(dest="audit_command", required=True)

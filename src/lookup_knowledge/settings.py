@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     projection_max_bytes: int = Field(16384, ge=256)
     max_query_chars: int = Field(4000, ge=1)
 
+    # MCP (docs/integration.md#mcp): the run every MCP tool call is ledgered under
+    mcp_run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+
     # process
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
@@ -87,6 +90,7 @@ class Settings(BaseSettings):
         "lookup_api_tokens",
         "ledger_api_tokens",
         "pyrag_docs_dir",
+        "mcp_run_id",
         mode="before",
     )
     @classmethod

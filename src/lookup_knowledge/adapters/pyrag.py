@@ -20,6 +20,7 @@ from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, Searc
 
 SEARCH_PATH = "/api/v1/search"
 HEALTH_PATH = "/api/v1/health"
+CATEGORIES_PATH = "/api/v1/categories"
 SCORE_LABEL = "rerank"
 _CHUNK_SUFFIX = re.compile(r"#chunk-(\d+)$")
 
@@ -73,6 +74,24 @@ class PyragClient:
             raise UpstreamError(
                 f"py-rag health answered HTTP {response.status_code}", kind="status"
             )
+
+    async def categories(self) -> list[str] | None:
+        """The filterable categories, or None when this py-rag does not list them (a service
+        convention the embedded engine follows; see docs/pyrag-api.md#categories)."""
+        response = await self._send("GET", CATEGORIES_PATH)
+        if response.status_code in (404, 405, 501):
+            return None
+        if not response.is_success:
+            raise UpstreamError(
+                f"py-rag categories answered HTTP {response.status_code}", kind="status"
+            )
+        try:
+            names = response.json()["categories"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UpstreamError("py-rag categories body is unreadable", kind="bad_body") from exc
+        if not isinstance(names, list):
+            raise UpstreamError("py-rag categories is not a list", kind="bad_body")
+        return [name for name in names if isinstance(name, str) and name.strip()]
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from lookup_knowledge.domain.audit import AuditRecord
 from lookup_knowledge.domain.guard import GuardOutcome
@@ -20,6 +20,15 @@ class SearchPort(Protocol):
 
     async def ping(self) -> None:
         """A cheap reachability check for /readyz; raises UpstreamError."""
+        ...
+
+
+@runtime_checkable
+class CategorySource(Protocol):
+    """A search port that can also list the values of the `category` filter (optional)."""
+
+    async def categories(self) -> list[str] | None:
+        """Sorted category names, or None when the upstream does not say."""
         ...
 
 

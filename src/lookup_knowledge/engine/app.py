@@ -70,6 +70,10 @@ class HealthResponse(BaseModel):
     chunks: int
 
 
+class CategoriesResponse(BaseModel):
+    categories: list[str]
+
+
 def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
     """Index `docs_dir` (default: the bundled KB) now and return the py-rag v1 app."""
     started = time.perf_counter()
@@ -106,6 +110,12 @@ def _router(index: KnowledgeIndex) -> APIRouter:
     def health() -> HealthResponse:
         """Liveness plus the size of the index."""
         return HealthResponse(status="ok", documents=len(index.documents), chunks=index.chunk_count)
+
+    @router.get("/categories", response_model=CategoriesResponse)
+    def categories() -> CategoriesResponse:
+        """The values `filters: {"category": ...}` can take, sorted (a service convention)."""
+        names = {doc.category for doc in index.documents if doc.category}
+        return CategoriesResponse(categories=sorted(names, key=str.casefold))
 
     return router
 

@@ -1,0 +1,69 @@
+"""`/mcp`: MCP over streamable HTTP inside the service's own app (docs/integration.md#mcp).
+
+Behind the lookup role's bearer tokens (docs/http-api.md#auth), answered with the service's
+error envelope. The handlers use the app's `Resources` — the same service, engine, ledger and
+audit as `POST /lookup_knowledge`; nothing is opened twice.
+
+Stateless: every request stands alone, so any worker of any instance can answer it (an SDK
+session would live in one worker's memory). JSON responses: the tool sends no progress
+notifications that would need an event stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from mcp.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from lookup_knowledge.api.auth import Role, authorize, bearer_token
+from lookup_knowledge.api.deps import Resources
+from lookup_knowledge.api.errors import envelope
+from lookup_knowledge.domain.errors import LookupKnowledgeError
+from lookup_knowledge.mcp_server.server import build_server
+
+MCP_PATH = "/mcp"
+
+
+class McpHttpEndpoint:
+    """An ASGI app for `MCP_PATH`; `run()` belongs in the app's lifespan, after the resources."""
+
+    def __init__(self, resources: Callable[[], Resources]) -> None:
+        self._resources = resources
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Serve MCP until the app stops; a fresh SDK manager per app start."""
+
+        @asynccontextmanager
+        async def shared(_: Server[Resources]) -> AsyncIterator[Resources]:
+            yield self._resources()
+
+        manager = StreamableHTTPSessionManager(
+            app=build_server(shared), json_response=True, stateless=True
+        )
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            response = envelope(503, "UNAVAILABLE", "the MCP endpoint is not running")
+            await response(scope, receive, send)
+            return
+        try:
+            settings = self._resources().settings
+            authorize(settings, Role.LOOKUP, bearer_token(Request(scope)))
+        except LookupKnowledgeError as exc:
+            response = envelope(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
+            await response(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
