@@ -158,9 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     max_query_chars = args.max_query_chars
     if max_query_chars is None:
-        from lookup_knowledge.cli import _load_settings
+        from lookup_knowledge.cli import _settings_or_exit
 
-        max_query_chars = _load_settings().max_query_chars
+        max_query_chars = _settings_or_exit(bind=False).max_query_chars
     spec = render(args.format, max_query_chars=max_query_chars)
     sys.stdout.write(json.dumps(spec, ensure_ascii=False, indent=2) + "\n")
     return 0

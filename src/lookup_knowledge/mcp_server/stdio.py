@@ -46,10 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(settings from env/.env; MCP_RUN_ID names the run).",
     )
     parser.parse_args(argv)
-    from lookup_knowledge.cli import _load_settings
+    from lookup_knowledge.cli import _settings_or_exit
     from lookup_knowledge.observability.logs import configure_logging
 
-    settings = _load_settings()
-    configure_logging(settings.log_level)
+    settings = _settings_or_exit(bind=False)  # stdio listens on no port
+    configure_logging(settings.log_level, settings.log_format)
     anyio.run(serve_stdio, settings)
     return 0
