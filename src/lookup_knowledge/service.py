@@ -119,7 +119,11 @@ class LookupService:
         if not stored:
             raise Conflict(
                 "another call with the same run_id and tool_call_id completed first",
-                details={"run_id": command.run_id, "tool_call_id": command.tool_call_id},
+                details={
+                    "run_id": command.run_id,
+                    "tool_call_id": command.tool_call_id,
+                    "reason": "completed_first",
+                },
             )
         draft.succeeded(
             outcome=outcome,
@@ -137,11 +141,19 @@ class LookupService:
         """Same ids again: the stored bytes when READY for the same query, else a conflict."""
         ids = {"run_id": entry.run_id, "tool_call_id": entry.tool_call_id}
         if entry.status is LedgerStatus.PENDING:
-            raise Conflict("a call with the same ids is in flight", details=ids)
+            raise Conflict(
+                "a call with the same ids is in flight", details={**ids, "reason": "in_flight"}
+            )
         if entry.status is not LedgerStatus.READY or entry.body is None:
-            raise Conflict("the ledger entry for these ids cannot be replayed", details=ids)
+            raise Conflict(
+                "the ledger entry for these ids cannot be replayed",
+                details={**ids, "reason": "not_replayable"},
+            )
         if entry.query_sha256 != query_sha256:
-            raise Conflict("these ids were already used with another query", details=ids)
+            raise Conflict(
+                "these ids were already used with another query",
+                details={**ids, "reason": "query_mismatch"},
+            )
         result = RagToolResult.model_validate_json(entry.body)
         draft.replayed(result, entry.body, original_created_at=entry.created_at)
         return LookupAnswer(
