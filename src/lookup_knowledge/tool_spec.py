@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+
+from lookup_knowledge.domain.errors import InvalidRequest
 
 TOOL_NAME = "lookup_knowledge"
 TOOL_TITLE = "Look up knowledge-base evidence"
@@ -54,6 +56,7 @@ FILTERS_DESCRIPTION = (
 Format = Literal["openai", "anthropic", "mcp", "json-schema"]
 FORMATS: tuple[Format, ...] = ("openai", "anthropic", "mcp", "json-schema")
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_ARGUMENTS = ("query", "filters")
 
 
 def input_schema(*, max_query_chars: int = DEFAULT_MAX_QUERY_CHARS) -> dict[str, Any]:
@@ -140,6 +143,46 @@ def render(fmt: Format, *, max_query_chars: int = DEFAULT_MAX_QUERY_CHARS) -> di
             "$defs": {"RagToolResult": output_schema()},
         }
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def parse_arguments(
+    arguments: Mapping[str, Any] | None, *, max_query_chars: int | None
+) -> tuple[str, dict[str, str] | None]:
+    """`query` (trimmed, 1..max_query_chars) and optional `filters`; anything else is refused.
+
+    Raises InvalidRequest naming the field (`details.field`). `max_query_chars=None` leaves the
+    length to the service (a client does not know the server's bound).
+    """
+    arguments = arguments or {}
+    if not isinstance(arguments, Mapping):
+        raise InvalidRequest("the arguments must be an object", details={"field": "arguments"})
+    for name in arguments:
+        if name not in _ARGUMENTS:
+            raise InvalidRequest(
+                f"unexpected argument {name!r}: only query and filters are accepted "
+                "(run_id and tool_call_id come from the runtime, not the model)",
+                details={"field": name, "allowed": list(_ARGUMENTS)},
+            )
+    raw_query = arguments.get("query")
+    if not isinstance(raw_query, str):
+        problem = "is required" if raw_query is None else "must be a string"
+        raise InvalidRequest(f"query {problem}", details={"field": "query"})
+    query = raw_query.strip()
+    if not query or (max_query_chars is not None and len(query) > max_query_chars):
+        raise InvalidRequest(
+            f"query must be 1..{max_query_chars or 'MAX_QUERY_CHARS'} characters after trimming",
+            details={"field": "query", "length": len(query), "max_length": max_query_chars},
+        )
+    raw_filters = arguments.get("filters")
+    if raw_filters is None:
+        return query, None
+    if not isinstance(raw_filters, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw_filters.items()
+    ):
+        raise InvalidRequest(
+            "filters must be an object of string to string", details={"field": "filters"}
+        )
+    return query, dict(raw_filters) or None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

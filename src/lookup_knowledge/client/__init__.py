@@ -35,6 +35,7 @@ from lookup_knowledge.client.models import (
     RagEvidenceItem,
     RagToolResult,
     RunLedger,
+    ToolOutput,
 )
 from lookup_knowledge.client.retry import NO_RETRY, RetryPolicy
 
@@ -59,6 +60,7 @@ __all__ = [
     "RetryPolicy",
     "RunLedger",
     "ServerError",
+    "ToolOutput",
     "TransportError",
     "Unauthorized",
     "UpstreamError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -11,7 +12,16 @@ from urllib.parse import quote
 
 import httpx
 
-from lookup_knowledge.client.models import LedgerEntry, LookupResponse, RagToolResult, RunLedger
+from lookup_knowledge.client.errors import InvalidRequest, PayloadTooLarge, ServerError
+from lookup_knowledge.client.models import (
+    LedgerEntry,
+    LookupResponse,
+    RagToolResult,
+    RunLedger,
+    ToolOutput,
+)
+from lookup_knowledge.domain.errors import InvalidRequest as DomainInvalidRequest
+from lookup_knowledge.tool_spec import parse_arguments
 
 T = TypeVar("T")
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -60,6 +70,31 @@ def lookup_call(
         )
 
     return Call("POST", "/lookup_knowledge", ledger_role=False, parse=parse, json=body)
+
+
+def tool_arguments(arguments: str | Mapping[str, Any] | None) -> tuple[str, dict[str, str] | None]:
+    """A model's arguments (JSON text or an object) → query and filters; InvalidRequest if bad."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else None
+        except ValueError:
+            raise DomainInvalidRequest(
+                "the arguments are not valid JSON", details={"field": "arguments"}
+            ) from None
+    return parse_arguments(arguments, max_query_chars=None)
+
+
+def error_output(error: Exception) -> ToolOutput | None:
+    """What the model is told when its call failed in a way it can act on; None: raise."""
+    if isinstance(error, DomainInvalidRequest):
+        envelope = {"code": error.code, "message": error.message, "details": error.details}
+        return ToolOutput(text=json.dumps({"error": envelope}, ensure_ascii=False), is_error=True)
+    if isinstance(error, InvalidRequest | PayloadTooLarge | ServerError):
+        if error.response is not None and error.response.content:
+            return ToolOutput(text=error.response.text, is_error=True)
+        envelope = {"code": error.code, "message": error.message, "details": error.details}
+        return ToolOutput(text=json.dumps({"error": envelope}, ensure_ascii=False), is_error=True)
+    return None
 
 
 def entry_call(run_id: str, tool_call_id: str) -> Call[LedgerEntry]:

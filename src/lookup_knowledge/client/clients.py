@@ -10,13 +10,20 @@ from typing import Any, Self, TypeVar
 import anyio
 import httpx
 
-from lookup_knowledge.client._calls import Call, entry_call, lookup_call, run_call
+from lookup_knowledge.client._calls import (
+    Call,
+    entry_call,
+    error_output,
+    lookup_call,
+    run_call,
+    tool_arguments,
+)
 from lookup_knowledge.client.errors import (
     LookupKnowledgeClientError,
     TransportError,
     error_from_response,
 )
-from lookup_knowledge.client.models import LedgerEntry, LookupResponse, RunLedger
+from lookup_knowledge.client.models import LedgerEntry, LookupResponse, RunLedger, ToolOutput
 from lookup_knowledge.client.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -74,6 +81,24 @@ class AsyncLookupClient(_Base):
             query, run_id=run_id, tool_call_id=tool_call_id, filters=filters, step_id=step_id
         )
         return await self._send(call)
+
+    async def call_tool(
+        self, arguments: str | Mapping[str, Any] | None, *, run_id: str, tool_call_id: str
+    ) -> ToolOutput:
+        """Answer a model's tool call: its arguments as sent (JSON text or object) → the text
+        to hand back. Failures the model can act on (bad arguments, the service unable to
+        answer) come back as `is_error` envelopes; auth and transport failures raise."""
+        try:
+            query, filters = tool_arguments(arguments)
+            response = await self.lookup(
+                query, run_id=run_id, tool_call_id=tool_call_id, filters=filters
+            )
+        except Exception as exc:
+            output = error_output(exc)
+            if output is None:
+                raise
+            return output
+        return ToolOutput(text=response.body.decode("utf-8"), is_error=False, response=response)
 
     async def ledger_entry(self, run_id: str, tool_call_id: str) -> LedgerEntry:
         return await self._send(entry_call(run_id, tool_call_id))
@@ -154,6 +179,22 @@ class LookupClient(_Base):
             query, run_id=run_id, tool_call_id=tool_call_id, filters=filters, step_id=step_id
         )
         return self._send(call)
+
+    def call_tool(
+        self, arguments: str | Mapping[str, Any] | None, *, run_id: str, tool_call_id: str
+    ) -> ToolOutput:
+        """Answer a model's tool call: its arguments as sent (JSON text or object) → the text
+        to hand back. Failures the model can act on (bad arguments, the service unable to
+        answer) come back as `is_error` envelopes; auth and transport failures raise."""
+        try:
+            query, filters = tool_arguments(arguments)
+            response = self.lookup(query, run_id=run_id, tool_call_id=tool_call_id, filters=filters)
+        except Exception as exc:
+            output = error_output(exc)
+            if output is None:
+                raise
+            return output
+        return ToolOutput(text=response.body.decode("utf-8"), is_error=False, response=response)
 
     def ledger_entry(self, run_id: str, tool_call_id: str) -> LedgerEntry:
         return self._send(entry_call(run_id, tool_call_id))

@@ -19,6 +19,7 @@ __all__ = [
     "RagEvidenceItem",
     "RagToolResult",
     "RunLedger",
+    "ToolOutput",
 ]
 
 
@@ -32,6 +33,15 @@ class LookupResponse:
     tool_call_id: str
     replayed: bool
     attempts: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A model's tool call, answered: `text` goes back to the model as the tool result."""
+
+    text: str  # the answer's exact bytes as text, or the error envelope
+    is_error: bool
+    response: LookupResponse | None = None
 
 
 class LedgerEntry(BaseModel):

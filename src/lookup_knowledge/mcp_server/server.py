@@ -27,7 +27,13 @@ from lookup_knowledge.api.schemas import ID_PATTERN
 from lookup_knowledge.domain.errors import InvalidRequest, LookupKnowledgeError
 from lookup_knowledge.domain.ports import CategorySource
 from lookup_knowledge.service import LookupAnswer, LookupCommand
-from lookup_knowledge.tool_spec import CATEGORIES_URI, DESCRIPTION, TOOL_NAME, render
+from lookup_knowledge.tool_spec import (
+    CATEGORIES_URI,
+    DESCRIPTION,
+    TOOL_NAME,
+    parse_arguments,
+    render,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +44,6 @@ STEP_ID_META = META_PREFIX + "step_id"
 REPLAYED_META = META_PREFIX + "replayed"
 MAX_STEP_ID_CHARS = 128
 _ID = re.compile(ID_PATTERN)
-_ARGUMENTS = ("query", "filters")
 
 Lifespan = Callable[[Server[Resources]], AbstractAsyncContextManager[Resources]]
 Context = ServerRequestContext[Resources, Any]
@@ -127,40 +132,6 @@ def build_server(lifespan: Lifespan, *, process_run_id: str | None = None) -> Se
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
-
-
-def parse_arguments(
-    arguments: Mapping[str, Any] | None, *, max_query_chars: int
-) -> tuple[str, dict[str, str] | None]:
-    """`query` (trimmed, 1..max_query_chars) and optional `filters`; anything else is refused."""
-    arguments = arguments or {}
-    for name in arguments:
-        if name not in _ARGUMENTS:
-            raise InvalidRequest(
-                f"unexpected argument {name!r}: only query and filters are accepted "
-                "(run_id and tool_call_id come from the runtime, not the model)",
-                details={"field": name, "allowed": list(_ARGUMENTS)},
-            )
-    raw_query = arguments.get("query")
-    if not isinstance(raw_query, str):
-        problem = "is required" if raw_query is None else "must be a string"
-        raise InvalidRequest(f"query {problem}", details={"field": "query"})
-    query = raw_query.strip()
-    if not query or len(query) > max_query_chars:
-        raise InvalidRequest(
-            f"query must be 1..{max_query_chars} characters after trimming",
-            details={"field": "query", "length": len(query), "max_length": max_query_chars},
-        )
-    raw_filters = arguments.get("filters")
-    if raw_filters is None:
-        return query, None
-    if not isinstance(raw_filters, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in raw_filters.items()
-    ):
-        raise InvalidRequest(
-            "filters must be an object of string to string", details={"field": "filters"}
-        )
-    return query, dict(raw_filters) or None
 
 
 def answer_result(answer: LookupAnswer, *, meta: Mapping[str, Any]) -> types.CallToolResult:
