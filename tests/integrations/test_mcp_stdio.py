@@ -22,6 +22,7 @@ from process import console_script
 from support import OpenClient
 
 pytestmark = pytest.mark.process
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def server_parameters(tmp_path: Path, **env: str) -> StdioServerParameters:
@@ -89,3 +90,29 @@ async def test_without_a_configured_run_the_process_is_one_run(tmp_path: Path) -
     assert first_meta[RUN_ID_META] == second_meta[RUN_ID_META]
     assert first_meta[RUN_ID_META].startswith("mcp-")
     assert first_meta[TOOL_CALL_ID_META] != second_meta[TOOL_CALL_ID_META]
+
+
+async def test_the_claude_desktop_config_in_examples_starts_a_working_server(
+    tmp_path: Path, redis_url: str, open_client: OpenClient
+) -> None:
+    config = json.loads((EXAMPLES / "claude_desktop_config.json").read_text())
+    server = config["mcpServers"]["lookup-knowledge"]
+    assert (server["command"], server["args"]) == ("lookup-knowledge", ["mcp"])
+    assert set(server["env"]) == {"DATA_DIR", "REDIS_URL", "MCP_RUN_ID"}
+    # As a host would start it: the command found on PATH, the example's env with local values.
+    bin_dir = str(Path(console_script()[0]).parent)
+    env = {**server["env"], "DATA_DIR": str(tmp_path / "data"), "REDIS_URL": redis_url}
+    params = StdioServerParameters(
+        command=server["command"],
+        args=server["args"],
+        env={"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", **env},
+        cwd=tmp_path,
+    )
+    async with host_session(tmp_path, params) as session:
+        answer = await session.call_tool("lookup_knowledge", {"query": "kafka consumer lag"})
+    meta = answer.meta or {}
+    assert meta[RUN_ID_META] == server["env"]["MCP_RUN_ID"]
+    async with open_client(redis_url=redis_url) as client:
+        entry = await client.get(f"/ledger/{meta[RUN_ID_META]}/{meta[TOOL_CALL_ID_META]}")
+    assert entry.status_code == 200 and entry.json()["status"] == "READY"
+    assert (tmp_path / "data" / "audit.db").exists()
