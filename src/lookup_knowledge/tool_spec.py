@@ -44,6 +44,13 @@ problem does not exist. Rephrase the query or drop the filters and try once more
 still nothing, say that the knowledge base has no evidence on it instead of presenting an answer \
 from memory as sourced."""
 
+# What an MCP host may put in the model's instructions: short, the tool description says the rest.
+SERVER_INSTRUCTIONS = (
+    "Use lookup_knowledge for questions the operations runbooks can answer, and cite the "
+    "document_id of each item you rely on. NO_EVIDENCE means the knowledge base had nothing: "
+    "say so rather than answering from memory as if sourced."
+)
+
 QUERY_DESCRIPTION = (
     "The question or symptom in natural language, in any language, e.g. "
     "'gateway returns 504 after deploy'. One topic per call."

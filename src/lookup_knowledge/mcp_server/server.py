@@ -29,7 +29,7 @@ from lookup_knowledge.domain.ports import CategorySource
 from lookup_knowledge.service import LookupAnswer, LookupCommand
 from lookup_knowledge.tool_spec import (
     CATEGORIES_URI,
-    DESCRIPTION,
+    SERVER_INSTRUCTIONS,
     TOOL_NAME,
     parse_arguments,
     render,
@@ -125,7 +125,7 @@ def build_server(lifespan: Lifespan, *, process_run_id: str | None = None) -> Se
         "lookup-knowledge",
         version=__version__,
         title="lookup-knowledge",
-        instructions=DESCRIPTION,
+        instructions=SERVER_INSTRUCTIONS,
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
