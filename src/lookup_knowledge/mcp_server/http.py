@@ -56,7 +56,7 @@ class McpHttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            response = envelope(503, "UNAVAILABLE", "the MCP endpoint is not running")
+            response = envelope(500, "INTERNAL_ERROR", "the MCP endpoint is not running")
             await response(scope, receive, send)
             return
         try:
