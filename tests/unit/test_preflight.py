@@ -81,6 +81,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "PROJECTION_MAX_EXCERPT_CHARS": {"PROJECTION_MAX_EXCERPT_CHARS": "0"},
     "PROJECTION_MAX_BYTES": {"PROJECTION_MAX_BYTES": "1000"},
     "MAX_QUERY_CHARS": {"MAX_QUERY_CHARS": "0"},
+    "MCP_RUN_ID": {"MCP_RUN_ID": "run 42"},  # outside the id charset
     "HOST": {"HOST": "no-such-host.invalid", "PORT": "0"},
     "PORT": {"PORT": "{busy_port}"},
     "WORKERS": {"WORKERS": "2"},  # without REDIS_URL
