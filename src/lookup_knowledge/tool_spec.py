@@ -24,7 +24,7 @@ DEFAULT_MAX_QUERY_CHARS = 4000
 CATEGORIES_URI = "lookup-knowledge://categories"
 
 DESCRIPTION = """\
-Search the governed knowledge base (operations runbooks) and get evidence you can cite.
+Search the governed knowledge base and get evidence you can cite.
 
 Returns one JSON object:
 - evidence_status: EVIDENCE_FOUND, or NO_EVIDENCE when this search found nothing usable.
@@ -46,7 +46,7 @@ from memory as sourced."""
 
 # What an MCP host may put in the model's instructions: short, the tool description says the rest.
 SERVER_INSTRUCTIONS = (
-    "Use lookup_knowledge for questions the operations runbooks can answer, and cite the "
+    "Use lookup_knowledge for questions the knowledge base can answer, and cite the "
     "document_id of each item you rely on. NO_EVIDENCE means the knowledge base had nothing: "
     "say so rather than answering from memory as if sourced."
 )
