@@ -198,7 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="lookup-knowledge tool-spec",
         description="Print the lookup_knowledge tool definition for a model API or MCP host.",
     )
-    parser.add_argument("--format", choices=FORMATS, default="json-schema")
+    parser.add_argument(
+        "--format",
+        choices=(*FORMATS, "report-schema"),
+        default="json-schema",
+        help="a tool definition, or report-schema: the JSON Schema of the report the guard "
+        "verifies (docs/guard.md#report), for the agent's prompt",
+    )
     parser.add_argument(
         "--max-query-chars",
         type=int,
@@ -206,6 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the query bound to advertise (default: MAX_QUERY_CHARS from the environment)",
     )
     args = parser.parse_args(argv)
+    if args.format == "report-schema":
+        from lookup_knowledge.guard.schema import report_schema_text
+
+        sys.stdout.write(report_schema_text())
+        return 0
     max_query_chars = args.max_query_chars
     if max_query_chars is None:
         from lookup_knowledge.cli import _settings_or_exit

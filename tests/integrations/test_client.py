@@ -21,6 +21,7 @@ from lookup_knowledge.client import (
     AsyncLookupClient,
     ConflictError,
     Forbidden,
+    GuardReport,
     InternalError,
     InvalidRequest,
     LedgerUnavailable,
@@ -251,3 +252,31 @@ def test_an_answer_without_an_envelope_keeps_its_status_class() -> None:
     assert isinstance(error, UpstreamError) and error.code == "HTTP_502"
     unknown = error_from_response(envelope(503, "SOMETHING_NEW")())
     assert type(unknown).__name__ == "ServerError" and unknown.code == "SOMETHING_NEW"
+
+
+async def test_verify_report_returns_the_guards_verdict_and_types_its_errors(
+    open_client: OpenClient,
+) -> None:
+    async with lk(
+        open_client, ledger_api_tokens="guard", token=None, ledger_token="guard"
+    ) as client:
+        with respx.mock() as mock:
+            mock.post(PYRAG_SEARCH_URL).respond(200, json=HITS)
+            await client.lookup("网关超时", run_id="run-v", tool_call_id="c1")
+        cited = {"tool_call_id": "c1", "kind": "NORMAL", "document_id": "gw#chunk-1"}
+        report = GuardReport(
+            analyses=[{"id": "a1", "text": "Raise the upstream timeout.", "citations": [cited]}],
+            limitations=["Only the gateway runbook was consulted."],
+        )
+        good = await client.verify_report(report, run_id="run-v")
+        forged = report.model_dump(mode="json")
+        forged["analyses"][0]["citations"][0]["document_id"] = "gw#chunk-9"
+        bad = await client.verify_report(forged, run_id="run-v")
+        with pytest.raises(InvalidRequest):
+            await client.verify_report({"analyses": "none"}, run_id="run-v")
+        agent = AsyncLookupClient(http_client=client._http, token="agent", ledger_token="agent")
+        with pytest.raises(Unauthorized):
+            await agent.verify_report(report, run_id="run-v")
+    assert good.ok is True and good.violations == []
+    assert [s.document_id for s in good.evidence_snapshot] == ["gw#chunk-1"]
+    assert bad.ok is False and bad.violations[0].code == "DOCUMENT_NOT_IN_RESULT"

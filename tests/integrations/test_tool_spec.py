@@ -148,3 +148,27 @@ async def test_real_answers_validate_against_the_output_schema(
     VALIDATOR({"$ref": "urn:spec#/$defs/RagToolResult"}, registry=registry).validate(answer)
     broken = {**answer, "score": 0.9}
     assert not VALIDATOR(output_schema()).is_valid(broken)
+
+
+def test_report_schema_prints_the_guards_shipped_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    from lookup_knowledge.guard.report import GuardReport
+    from lookup_knowledge.guard.schema import report_schema_text
+
+    assert main(["--format", "report-schema"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == report_schema_text()
+    schema = json.loads(printed)
+    VALIDATOR.check_schema(schema)
+    report = {
+        "analyses": [
+            {
+                "id": "a1",
+                "text": "Raise the timeout.",
+                "citations": [{"tool_call_id": "c1", "kind": "NORMAL", "document_id": "d#chunk-0"}],
+            }
+        ],
+        "limitations": ["One runbook."],
+    }
+    assert VALIDATOR(schema).is_valid(report)
+    GuardReport.model_validate(report)
+    assert not VALIDATOR(schema).is_valid({**report, "extra": 1})

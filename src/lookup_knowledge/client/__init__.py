@@ -38,6 +38,7 @@ from lookup_knowledge.client.models import (
     ToolOutput,
 )
 from lookup_knowledge.client.retry import NO_RETRY, RetryPolicy
+from lookup_knowledge.guard.report import GuardReport, VerifyResult
 
 __all__ = [
     "NO_RETRY",
@@ -45,6 +46,7 @@ __all__ = [
     "AsyncLookupClient",
     "ConflictError",
     "Forbidden",
+    "GuardReport",
     "InternalError",
     "InvalidRequest",
     "LedgerEntry",
@@ -65,4 +67,5 @@ __all__ = [
     "Unauthorized",
     "UpstreamError",
     "UpstreamTimeout",
+    "VerifyResult",
 ]

@@ -21,6 +21,7 @@ from lookup_knowledge.client.models import (
     ToolOutput,
 )
 from lookup_knowledge.domain.errors import InvalidRequest as DomainInvalidRequest
+from lookup_knowledge.guard.report import GuardReport, VerifyResult
 from lookup_knowledge.tool_spec import parse_arguments
 
 T = TypeVar("T")
@@ -95,6 +96,18 @@ def error_output(error: Exception) -> ToolOutput | None:
         envelope = {"code": error.code, "message": error.message, "details": error.details}
         return ToolOutput(text=json.dumps({"error": envelope}, ensure_ascii=False), is_error=True)
     return None
+
+
+def verify_call(report: GuardReport | Mapping[str, Any], *, run_id: str) -> Call[VerifyResult]:
+    """`POST /guard/verify` (docs/guard.md#route): a pure check, so safe to send again."""
+    body = report.model_dump(mode="json") if isinstance(report, GuardReport) else dict(report)
+    return Call(
+        "POST",
+        "/guard/verify",
+        ledger_role=True,
+        parse=lambda r, _: VerifyResult.model_validate_json(r.content),
+        json={"run_id": run_id, "report": body},
+    )
 
 
 def entry_call(run_id: str, tool_call_id: str) -> Call[LedgerEntry]:

@@ -17,6 +17,7 @@ from lookup_knowledge.client._calls import (
     lookup_call,
     run_call,
     tool_arguments,
+    verify_call,
 )
 from lookup_knowledge.client.errors import (
     LookupKnowledgeClientError,
@@ -25,6 +26,7 @@ from lookup_knowledge.client.errors import (
 )
 from lookup_knowledge.client.models import LedgerEntry, LookupResponse, RunLedger, ToolOutput
 from lookup_knowledge.client.retry import RetryPolicy
+from lookup_knowledge.guard.report import GuardReport, VerifyResult
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0  # above the service's own py-rag bound, so its 504 arrives first
@@ -99,6 +101,12 @@ class AsyncLookupClient(_Base):
                 raise
             return output
         return ToolOutput(text=response.body.decode("utf-8"), is_error=False, response=response)
+
+    async def verify_report(
+        self, report: GuardReport | Mapping[str, Any], *, run_id: str
+    ) -> VerifyResult:
+        """The guard's verdict on an agent's report against the ledger of `run_id`."""
+        return await self._send(verify_call(report, run_id=run_id))
 
     async def ledger_entry(self, run_id: str, tool_call_id: str) -> LedgerEntry:
         return await self._send(entry_call(run_id, tool_call_id))
@@ -195,6 +203,12 @@ class LookupClient(_Base):
                 raise
             return output
         return ToolOutput(text=response.body.decode("utf-8"), is_error=False, response=response)
+
+    def verify_report(
+        self, report: GuardReport | Mapping[str, Any], *, run_id: str
+    ) -> VerifyResult:
+        """The guard's verdict on an agent's report against the ledger of `run_id`."""
+        return self._send(verify_call(report, run_id=run_id))
 
     def ledger_entry(self, run_id: str, tool_call_id: str) -> LedgerEntry:
         return self._send(entry_call(run_id, tool_call_id))
