@@ -5,8 +5,10 @@ See docs/integration.md#mcp.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -14,8 +16,10 @@ import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from lookup_knowledge.app import create_app
 from lookup_knowledge.mcp_server import RUN_ID_META, TOOL_CALL_ID_META
 from process import Running, free_port, running_service
+from support import RecordingAudit, make_settings
 
 pytestmark = pytest.mark.process
 
@@ -88,3 +92,22 @@ def test_mcp_needs_a_token_of_the_lookup_role(
 def test_mcp_stays_out_of_the_openapi_schema(service: Running) -> None:
     paths = httpx.get(f"{service}/openapi.json", timeout=10).json()["paths"]
     assert "/mcp" not in paths and "/lookup_knowledge" in paths
+
+
+async def test_the_app_lifespan_may_end_in_another_task_than_it_began(tmp_path: Path) -> None:
+    """Embedders and test fixtures enter and leave a lifespan in different tasks."""
+    app = create_app(make_settings(tmp_path), audit=RecordingAudit())
+    lifespan = app.router.lifespan_context(app)
+    await asyncio.create_task(lifespan.__aenter__())
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://lk.test") as client:
+            response = await client.post(
+                "/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+    finally:
+        await asyncio.create_task(lifespan.__aexit__(None, None, None))
+    assert response.status_code == 200, response.text
+    assert [t["name"] for t in response.json()["result"]["tools"]] == ["lookup_knowledge"]

@@ -11,6 +11,7 @@ notifications that would need an event stream.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -37,7 +38,12 @@ class McpHttpEndpoint:
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Serve MCP until the app stops; a fresh SDK manager per app start."""
+        """Serve MCP until the app stops; a fresh SDK manager per app start.
+
+        The manager holds a task group for its whole life, and a task group must be left in
+        the task that entered it. A lifespan may be entered and left in different tasks (an
+        embedding app's or a test's fixtures), so the manager lives in a task of its own.
+        """
 
         @asynccontextmanager
         async def shared(_: Server[Resources]) -> AsyncIterator[Resources]:
@@ -46,12 +52,28 @@ class McpHttpEndpoint:
         manager = StreamableHTTPSessionManager(
             app=build_server(shared), json_response=True, stateless=True
         )
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with manager.run():
+                self._manager = manager
+                started.set()
+                try:
+                    await stop.wait()
+                finally:
+                    self._manager = None
+
+        task = asyncio.create_task(serve(), name="mcp-session-manager")
+        ready = asyncio.create_task(started.wait())
+        await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.is_set():
+            ready.cancel()
+            await task  # raises why the manager could not start
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
