@@ -1,5 +1,7 @@
-"""Console entry `lookup-knowledge`: serve, mcp, tool-spec, pyrag serve, verify-citation/-report,
-audit show."""
+"""Console entry `lookup-knowledge`: serve, pyrag serve, verify-citation/-report, audit show.
+
+Also `mcp` (lookup_knowledge.mcp_server.stdio) and `tool-spec` (lookup_knowledge.tool_spec).
+"""
 
 from __future__ import annotations
 
