@@ -23,7 +23,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.engine import URL
 
-from lookup_knowledge.adapters import audit_sql
+from lookup_knowledge.audit import schema
+from lookup_knowledge.audit import sql as audit_sql
+from lookup_knowledge.audit.spool import Spool
 from lookup_knowledge.domain.audit import AuditRecord
 
 MYSQL_SERVER_URL = os.environ.get("LK_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306")
@@ -74,9 +76,7 @@ def reader(url: str | URL) -> Iterator[Engine]:
 
 def all_rows(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
-        result = conn.execute(
-            audit_sql.tool_invocation.select().order_by(audit_sql.tool_invocation.c.id)
-        )
+        result = conn.execute(schema.tool_invocation.select().order_by(schema.tool_invocation.c.id))
         return [dict(row._mapping) for row in result]
 
 
@@ -121,6 +121,15 @@ def make_record(n: int = 0, **overrides: Any) -> AuditRecord:
     }
     values.update(overrides)
     return AuditRecord(**values)
+
+
+def spool_depth(spool_dir: Path) -> int:
+    """Rows a process starting now would find waiting in the spool directory."""
+    spool = Spool(spool_dir)
+    try:
+        return spool.depth()
+    finally:
+        spool.close()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:

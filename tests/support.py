@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 from lookup_knowledge.settings import Settings
 
 PYRAG_TEST_URL = "http://pyrag.test"
@@ -25,11 +25,8 @@ class RecordingAudit:
     def submit(self, record: AuditRecord) -> None:
         self.records.append(record)
 
-    def spool_depth(self) -> int:
-        return 0
-
-    async def ping(self) -> None:
-        return None
+    async def status(self) -> AuditStatus:
+        return AuditStatus(status="up", backend="memory")
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:

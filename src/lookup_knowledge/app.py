@@ -11,7 +11,6 @@ from fastapi import FastAPI
 from starlette.routing import Route
 
 from lookup_knowledge import __version__
-from lookup_knowledge.adapters.audit_writer import AuditWriter
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.pyrag import PyragClient
 from lookup_knowledge.api import health, lookup
@@ -70,9 +69,18 @@ async def open_ledger(settings: Settings, stack: AsyncExitStack) -> LedgerPort:
 
 
 async def open_audit(settings: Settings, stack: AsyncExitStack) -> AuditPort:
-    """The writer thread starts now; closing flushes what is queued (or spools it)."""
+    """The spool adopts what a stopped process left and the writer thread starts; closing
+    writes what the database takes in time, the rest waits in the spool (docs/audit.md)."""
+    from lookup_knowledge.audit.writer import AuditWriter
+
     writer = AuditWriter.open(
-        settings.audit_database_url.get_secret_value(), settings.audit_spool_dir
+        settings.audit_database_url.get_secret_value(),
+        settings.audit_spool_dir,
+        timeout_s=settings.audit_db_timeout_s,
+        fsync_interval_s=settings.audit_spool_fsync_ms / 1000,
+        details_max_depth=settings.audit_details_max_depth,
+        details_max_bytes=settings.audit_details_max_bytes,
+        stuck_after_s=settings.audit_writer_stuck_s,
     )
     writer.start()
     stack.push_async_callback(writer.aclose, AUDIT_FLUSH_TIMEOUT_S)

@@ -177,10 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tool_spec.set_defaults(delegate="lookup_knowledge.tool_spec")
 
-    audit = commands.add_parser("audit", help="read the tool_invocation audit table")
-    audit_commands = audit.add_subparsers(dest="audit_command", required=True)
-    show = audit_commands.add_parser("show", help="a run's calls", add_help=False)
-    show.set_defaults(delegate="lookup_knowledge.audit_show")
+    audit = commands.add_parser(
+        "audit", help="read the audit trail: show RUN_ID, quarantine", add_help=False
+    )
+    audit.set_defaults(delegate="lookup_knowledge.audit.cli")
     return parser
 
 

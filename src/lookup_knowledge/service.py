@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lookup_knowledge.audit_trail import AuditDraft
+from lookup_knowledge.audit.row import AuditDraft
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.errors import (
     Conflict,

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     # audit (docs/configuration.md#audit); unset → under DATA_DIR (see `_data_dir_defaults`)
     audit_database_url: SecretStr = SecretStr("sqlite:///./var/audit.db")
     audit_spool_dir: Path = Path("./var/audit-spool")
+    audit_spool_fsync_ms: int = Field(50, ge=1, le=10000)  # group flush of the spool to disk
+    audit_db_timeout_s: float = Field(10.0, gt=0, le=300)  # connect/read/write, per call
+    audit_writer_stuck_s: float = Field(15.0, gt=0)  # no progress while rows wait: "stuck"
+    audit_details_max_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    audit_details_max_depth: int = Field(16, ge=2, le=31)  # MariaDB refuses JSON 32 deep
 
     # auth (docs/configuration.md#auth)
     lookup_api_tokens: SecretStr | None = None

@@ -12,6 +12,7 @@ import pytest
 import respx
 
 from builders import pyrag_body, raw_hit
+from lookup_knowledge.domain.audit import AuditStatus
 from support import PYRAG_SEARCH_URL, PYRAG_TEST_URL, OpenClient, RecordingAudit
 
 LOOKUP_TOKEN = "agent-secret-1"
@@ -79,8 +80,10 @@ async def test_without_tokens_every_route_is_open_and_a_warning_is_logged(
 
 
 class DownAudit(RecordingAudit):
-    async def ping(self) -> None:
-        raise ConnectionError("database is away")
+    """An audit whose database went away after start: rows wait in its spool."""
+
+    async def status(self) -> AuditStatus:
+        return AuditStatus(status="degraded", backend="mysql", error="database is away")
 
 
 class DownLedger:
@@ -158,16 +161,22 @@ async def test_readyz_reports_audit_spool_mode_as_degraded_but_ready(
     assert response.json()["checks"]["audit"]["status"] == "degraded"
 
 
-async def test_readyz_names_the_audit_when_neither_database_nor_spool_is_usable(
+async def test_readyz_names_the_audit_when_its_spool_cannot_be_written(
     open_client: OpenClient, tmp_path: Path
 ) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     response = await _readyz(
-        open_client, httpx.Response(200), audit=DownAudit(), audit_spool_dir=blocked / "spool"
+        open_client, httpx.Response(200), audit=UnspooledAudit(), audit_spool_dir=blocked
     )
     assert response.status_code == 503
-    assert response.json()["checks"]["audit"]["status"] == "down"
+    audit = response.json()["checks"]["audit"]
+    assert audit["status"] == "down" and "spool" in audit["error"]
+
+
+class UnspooledAudit(RecordingAudit):
+    async def status(self) -> AuditStatus:
+        return AuditStatus(status="down", backend="mysql", error="spool not writable: EROFS")
 
 
 async def test_readyz_with_the_real_sqlite_audit_is_ready(open_client: OpenClient) -> None:

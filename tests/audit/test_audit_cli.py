@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from audit_support import BACKENDS, UNREACHABLE_MYSQL_URL, database, make_record, reader
-from lookup_knowledge import audit_show, cli
-from lookup_knowledge.adapters import audit_sql
+from lookup_knowledge import cli
+from lookup_knowledge.audit import cli as audit_cli
+from lookup_knowledge.audit import schema
+from lookup_knowledge.audit import sql as audit_sql
+from lookup_knowledge.audit.quarantine import Quarantine
 from lookup_knowledge.domain.audit import AuditRecord
 
 
 @pytest.fixture(params=BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with database(request.param, tmp_path) as url, reader(url) as engine:
-        audit_sql.ensure_schema(engine)
+        schema.ensure_schema(engine)
         audit_sql.insert_records(
             engine,
             [
@@ -40,7 +44,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def test_a_runs_calls_are_listed_in_order_with_status_level_counts_and_timings(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = audit_show.main(["run-42", "--database-url", url])
+    code = audit_cli.main(["show", "run-42", "--database-url", url])
 
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -90,7 +94,7 @@ def test_a_runs_calls_are_listed_in_order_with_status_level_counts_and_timings(
 def test_a_run_with_no_calls_says_so_and_exits_1(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert audit_show.main(["run-unknown", "--database-url", url]) == 1
+    assert audit_cli.main(["show", "run-unknown", "--database-url", url]) == 1
     assert capsys.readouterr().out == "no calls recorded for run run-unknown\n"
 
 
@@ -112,7 +116,7 @@ def test_a_missing_sqlite_file_is_reported_not_created(
 ) -> None:
     path = tmp_path / "none" / "audit.db"
 
-    assert audit_show.main(["run-42", "--database-url", f"sqlite:///{path}"]) == 2
+    assert audit_cli.main(["show", "run-42", "--database-url", f"sqlite:///{path}"]) == 2
     assert "no audit database" in capsys.readouterr().err
     assert not path.parent.exists()
 
@@ -120,7 +124,46 @@ def test_a_missing_sqlite_file_is_reported_not_created(
 def test_an_unreachable_database_is_reported_without_a_traceback(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert audit_show.main(["run-42", "--database-url", UNREACHABLE_MYSQL_URL]) == 2
+    assert audit_cli.main(["show", "run-42", "--database-url", UNREACHABLE_MYSQL_URL]) == 2
     err = capsys.readouterr().err
     assert err.startswith("cannot read the audit table at mysql+pymysql://root@127.0.0.1:1/")
     assert "Can't connect" in err
+
+
+# --- audit quarantine ---
+
+
+def test_an_empty_quarantine_says_so_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert audit_cli.main(["quarantine", "--spool-dir", str(tmp_path)]) == 0
+    assert "no quarantined rows" in capsys.readouterr().out
+
+
+def test_quarantined_rows_are_listed_with_ids_and_reason_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = Quarantine(tmp_path)
+    kept.add(make_record(1, tool_call_id="call_q"), "(1644, 'poison row')")
+    kept.add(make_record(2, query="a\\ud800b"), "(4025, 'CONSTRAINT failed')")
+
+    code = cli.main(["audit", "quarantine", "--spool-dir", str(tmp_path)])
+
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert lines[0] == f"2 quarantined row(s) in {tmp_path / 'quarantine.jsonl'}"
+    assert "run-42/call_q" in lines[1] and "poison row" in lines[1]
+
+
+def test_the_quarantine_prints_whole_rows_as_json_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = make_record(1)
+    Quarantine(tmp_path).add(record, "refused")
+
+    assert audit_cli.main(["quarantine", "--spool-dir", str(tmp_path), "--json"]) == 1
+
+    [entry] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert entry["invocation_id"] == record.invocation_id
+    assert entry["record"]["retrieval_details"] == record.retrieval_details
+    assert entry["reason"] == "refused"

@@ -27,7 +27,8 @@ from sqlalchemy import (
 )
 
 from audit_support import BACKENDS, all_rows, database, make_record, reader
-from lookup_knowledge.adapters import audit_sql
+from lookup_knowledge.audit import schema
+from lookup_knowledge.audit import sql as audit_sql
 from lookup_knowledge.domain.audit import OUTPUT_PREVIEW_CHARS, AuditRecord
 
 
@@ -60,7 +61,7 @@ def stored(engine: Engine, record: AuditRecord) -> dict[str, Any]:
 def test_an_empty_database_gets_the_table_with_every_spec_column_and_index(
     engine: Engine,
 ) -> None:
-    actions = audit_sql.ensure_schema(engine)
+    actions = schema.ensure_schema(engine)
 
     assert actions == ["created table tool_invocation"]
     assert columns(engine) >= {
@@ -95,10 +96,10 @@ def test_an_empty_database_gets_the_table_with_every_spec_column_and_index(
 
 
 def test_an_existing_current_table_is_left_as_it_is_with_its_rows(engine: Engine) -> None:
-    audit_sql.ensure_schema(engine)
+    schema.ensure_schema(engine)
     audit_sql.insert_records(engine, [make_record(1)])
 
-    assert audit_sql.ensure_schema(engine) == []
+    assert schema.ensure_schema(engine) == []
     assert len(all_rows(engine)) == 1
 
 
@@ -131,13 +132,13 @@ def test_a_table_from_an_older_version_is_upgraded_in_place_and_keeps_its_rows(
             },
         )
 
-    actions = audit_sql.ensure_schema(engine)
+    actions = schema.ensure_schema(engine)
 
     assert "added column invocation_id" in actions
     assert "added column retrieval_details" in actions
     assert "added column replayed" in actions
     assert "created index uq_tool_invocation_invocation_id" in actions
-    assert columns(engine) >= {c.name for c in audit_sql.tool_invocation.columns}
+    assert columns(engine) >= {c.name for c in schema.tool_invocation.columns}
     [old] = all_rows(engine)
     assert (old["run_id"], old["query"], old["replayed"], old["retrieval_layer"]) == (
         "run-old",
@@ -147,7 +148,7 @@ def test_a_table_from_an_older_version_is_upgraded_in_place_and_keeps_its_rows(
     )
     record = make_record(1)
     assert stored(engine, record)["retrieval_details"] == record.retrieval_details
-    assert audit_sql.ensure_schema(engine) == []
+    assert schema.ensure_schema(engine) == []
 
 
 def test_workers_starting_together_create_the_schema_once_without_failing(
@@ -157,7 +158,7 @@ def test_workers_starting_together_create_the_schema_once_without_failing(
 
     def start_up() -> None:
         try:
-            audit_sql.ensure_schema(engine)
+            schema.ensure_schema(engine)
         except BaseException as exc:
             errors.append(exc)
 
@@ -168,14 +169,14 @@ def test_workers_starting_together_create_the_schema_once_without_failing(
         thread.join()
 
     assert errors == []
-    assert audit_sql.ensure_schema(engine) == []
+    assert schema.ensure_schema(engine) == []
 
 
 def test_the_sqlite_file_directory_is_created(tmp_path: Path) -> None:
     path = tmp_path / "not" / "yet" / "audit.db"
     engine = audit_sql.create_audit_engine(f"sqlite:///{path}")
     try:
-        audit_sql.ensure_schema(engine)
+        schema.ensure_schema(engine)
     finally:
         engine.dispose()
     assert path.is_file()
@@ -186,7 +187,7 @@ def test_the_sqlite_file_directory_is_created(tmp_path: Path) -> None:
 
 @pytest.fixture
 def table(engine: Engine) -> Engine:
-    audit_sql.ensure_schema(engine)
+    schema.ensure_schema(engine)
     return engine
 
 
@@ -288,7 +289,7 @@ def test_values_no_column_could_hold_are_bounded_not_refused(table: Engine) -> N
 
     row = stored(table, record)
 
-    assert len(row["query"]) == audit_sql.QUERY_CHARS
+    assert len(row["query"]) == schema.QUERY_CHARS
     assert row["top_quality_score"] is None
     assert row["retrieval_details"] == {"score": None, "when": "2026-01-01T00:00:00"}
 

@@ -1,12 +1,14 @@
 """An outage of the real MariaDB while rows keep coming (docs/audit.md#durability).
 
-The writer reaches MariaDB through a TCP proxy the test cuts (connections refused and reset),
-freezes (a blackhole) and restores; the test reads the database directly, past the proxy.
+The writer reaches MariaDB through a TCP proxy the test cuts (connections refused and reset, as
+when the database is killed), freezes (a blackhole: the database hangs) and restores; the test
+reads the database directly, past the proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,10 +22,12 @@ from audit_support import (
     make_record,
     mariadb_database,
     reader,
+    spool_depth,
     stored_ids,
     wait_until,
 )
-from lookup_knowledge.adapters.audit_writer import AuditWriter
+from lookup_knowledge.audit.segments import SEGMENT_GLOB
+from lookup_knowledge.audit.writer import AuditWriter
 from lookup_knowledge.domain.audit import AuditRecord
 
 pytestmark = pytest.mark.mysql
@@ -63,14 +67,14 @@ def writers() -> Iterator[list[AuditWriter]]:
 def open_writer(
     writers: list[AuditWriter], mariadb: URL, proxy: TcpProxy, tmp_path: Path
 ) -> OpenWriter:
-    def open_writer(**timeouts: int) -> AuditWriter:
+    def open_writer(**options: float) -> AuditWriter:
         url = mariadb.set(host="127.0.0.1", port=proxy.port)
         writer = AuditWriter.open(
             url.render_as_string(hide_password=False),
             tmp_path / "spool",
             retry_initial_s=0.05,
             retry_max_s=0.3,
-            **timeouts,
+            **options,
         )
         writers.append(writer)
         writer.start()
@@ -121,11 +125,11 @@ async def test_rows_submitted_during_an_outage_arrive_exactly_once_in_order_afte
     work = asyncio.ensure_future(submit_paced(writer, during))
     lag = await loop_lag_while(work)
     slowest = await work
-    await asyncio.to_thread(wait_until, lambda: writer.spool_depth() == len(during))
+    await asyncio.to_thread(wait_until, lambda: writer.snapshot().status == "degraded")
 
     assert slowest < 0.05
     assert lag < 0.1
-    assert writer.spooling
+    assert writer.depth() == len(during)
     assert stored_ids(db) == ids(before)
 
     proxy.start()
@@ -133,11 +137,11 @@ async def test_rows_submitted_during_an_outage_arrive_exactly_once_in_order_afte
     assert await asyncio.to_thread(writer.flush, 30)
 
     assert stored_ids(db) == ids(before + during + after)
-    assert writer.spool_depth() == 0
+    assert writer.snapshot().status == "up"
 
 
 async def test_an_outage_spanning_a_writer_restart_loses_and_duplicates_nothing(
-    open_writer: OpenWriter, proxy: TcpProxy, db: Engine
+    open_writer: OpenWriter, proxy: TcpProxy, db: Engine, tmp_path: Path
 ) -> None:
     first = open_writer()
     before, down_first, down_second, after = (
@@ -152,13 +156,11 @@ async def test_an_outage_spanning_a_writer_restart_loses_and_duplicates_nothing(
     proxy.stop()
     await submit_paced(first, down_first)
     first.close(timeout=10)  # the service stops during the outage
-    assert first.spool_depth() == len(down_first)
+    assert spool_depth(tmp_path / "spool") == len(down_first)
 
     second = open_writer()
     await submit_paced(second, down_second)
-    await asyncio.to_thread(
-        wait_until, lambda: second.spool_depth() == len(down_first) + len(down_second)
-    )
+    assert second.depth() == len(down_first) + len(down_second)
     assert stored_ids(db) == ids(before)
 
     proxy.start()
@@ -168,21 +170,35 @@ async def test_an_outage_spanning_a_writer_restart_loses_and_duplicates_nothing(
     assert stored_ids(db) == ids(before + down_first + down_second + after)
 
 
-async def test_a_database_that_stops_answering_is_spooled_around_not_waited_on(
-    open_writer: OpenWriter, proxy: TcpProxy, db: Engine
+async def test_a_database_that_hangs_holds_no_row_in_memory_and_loses_none(
+    open_writer: OpenWriter, proxy: TcpProxy, db: Engine, tmp_path: Path
 ) -> None:
-    writer = open_writer(connect_timeout_s=1, io_timeout_s=1)
+    writer = open_writer(timeout_s=1, stuck_after_s=0.5)
     before, frozen, after = batch(0, 10), batch(10, 40), batch(50, 10)
     await submit_paced(writer, before)
     assert writer.flush(timeout=30)
 
     proxy.freeze()
     slowest = await submit_paced(writer, frozen)
-    await asyncio.to_thread(wait_until, lambda: writer.spool_depth() == len(frozen))
+
     assert slowest < 0.05
+    # Every row is in the spool file the moment submit returned, however long the database hangs.
+    lines = [
+        line
+        for s in (tmp_path / "spool").glob(SEGMENT_GLOB)
+        for line in s.read_bytes().splitlines()
+    ]
+    assert {r.invocation_id for r in frozen} <= {
+        json.loads(line)["invocation_id"] for line in lines
+    }
+    await asyncio.to_thread(wait_until, lambda: writer.snapshot().writer_stuck)
+    status = await writer.status()
+    assert (status.status, status.spool_depth) == ("degraded", len(frozen))
+    assert status.oldest_unwritten_age_s is not None and status.oldest_unwritten_age_s > 0.5
 
     proxy.thaw()
     await submit_paced(writer, after)
     assert await asyncio.to_thread(writer.flush, 30)
 
     assert stored_ids(db) == ids(before + frozen + after)
+    assert (await writer.status()).writer_stuck is False

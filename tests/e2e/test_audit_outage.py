@@ -25,10 +25,10 @@ from audit_support import (
     all_rows,
     mariadb_database,
     reader,
-    wait_until,
+    spool_depth,
 )
 from builders import pyrag_body, raw_hit
-from lookup_knowledge.adapters.audit_writer import AuditWriter
+from lookup_knowledge.audit.writer import AuditWriter
 from support import PYRAG_SEARCH_URL, OpenClient
 
 pytestmark = pytest.mark.mysql
@@ -130,7 +130,7 @@ async def test_lookups_answer_promptly_during_an_outage_and_every_row_arrives_on
             calls.slowest_s = 0.0
             await calls.mixed(client, "during", 20)
             assert calls.slowest_s < PROMPT_S
-            await asyncio.to_thread(wait_until, lambda: writer.pending() == 0)
+            assert writer.depth() == len(calls.expected) - 6
             assert stored(outage.db) == calls.expected[:6]
 
             outage.proxy.start()
@@ -140,7 +140,7 @@ async def test_lookups_answer_promptly_during_an_outage_and_every_row_arrives_on
         await writer.aclose()
 
     assert stored(outage.db) == calls.expected
-    assert writer.spool_depth() == 0
+    assert writer.depth() == 0
     rows = {(r["tool_call_id"], r["replayed"]): r for r in all_rows(outage.db)}
     negative = rows[("during_3", False)]
     assert negative["evidence_status"] == "NO_EVIDENCE"
@@ -165,8 +165,7 @@ async def test_a_service_restart_during_the_outage_loses_and_duplicates_no_row(
             await calls.mixed(client, "down1", 10)
     finally:
         await first.aclose()  # what the lifespan does at shutdown
-    spooled = first.spool_depth()
-    assert spooled == len(calls.expected) - 6
+    assert spool_depth(outage.spool_dir) == len(calls.expected) - 6
 
     second = outage.writer()
     try:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from lookup_knowledge.api.deps import ResourcesDep
+from lookup_knowledge.api.deps import Resources, ResourcesDep
 
 router = APIRouter(tags=["operations"])
 
@@ -26,19 +26,15 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses={503: {"description": "a dependency is not usable"}})
 async def readyz(resources: ResourcesDep) -> JSONResponse:
-    """Readiness: ledger, audit database (or its spool) and py-rag, each with a short timeout."""
+    """Readiness: ledger and py-rag, each with a short timeout, and the audit trail's state."""
     settings = resources.settings
     ledger, audit, pyrag = await asyncio.gather(
         _check(resources.ledger.ping),
-        _check(resources.audit.ping),
+        _audit_check(resources),
         _check(resources.search.ping),
     )
     ledger["backend"] = "redis" if settings.redis_url is not None else "memory"
     pyrag["backend"] = "remote" if settings.pyrag_base_url is not None else "embedded"
-    audit["spool_depth"] = resources.audit.spool_depth()
-    if audit["status"] == "down" and _writable(settings.audit_spool_dir):
-        # Lookups still succeed and nothing is lost: rows wait in the spool.
-        audit["status"] = "degraded"
     checks = {"ledger": ledger, "audit": audit, "pyrag": pyrag}
     ready = all(check["status"] in {"up", "degraded"} for check in checks.values())
     return JSONResponse(
@@ -50,7 +46,7 @@ async def readyz(resources: ResourcesDep) -> JSONResponse:
 @router.get("/metrics", response_class=Response)
 async def metrics(request: Request, resources: ResourcesDep) -> Response:
     """Prometheus metrics in the text exposition format."""
-    body = request.app.state.metrics.render(spool_depth=resources.audit.spool_depth())
+    body = request.app.state.metrics.render(audit=await resources.audit.status())
     return Response(content=body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -69,11 +65,15 @@ async def _check(probe: Callable[[], Awaitable[None]]) -> dict[str, Any]:
     return result
 
 
-def _writable(directory: os.PathLike[str]) -> bool:
-    path = os.fspath(directory)
-    while not os.path.exists(path):
-        parent = os.path.dirname(os.path.abspath(path))
-        if parent == os.path.abspath(path):
-            return False
-        path = parent
-    return os.path.isdir(path) and os.access(path, os.W_OK)
+async def _audit_check(resources: Resources) -> dict[str, Any]:
+    """The writer's own account (docs/audit.md#readiness-and-metrics): `degraded` is ready —
+    rows wait on disk and lookups succeed; `down` is not."""
+    started = time.perf_counter()
+    state = await resources.audit.status()
+    result = asdict(state)
+    for total in ("rows_written", "commits", "rows_quarantined"):  # /metrics carries those
+        del result[total]
+    if result["error"] is None:
+        del result["error"]
+    result["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    return result

@@ -1,11 +1,16 @@
-"""`lookup-knowledge audit show RUN_ID`: a run's calls from the `tool_invocation` table.
+"""`lookup-knowledge audit`: read the audit trail (docs/audit.md).
 
-Exit status: 0 when the run has rows, 1 when it has none, 2 when the database cannot be read.
+    audit show RUN_ID      a run's calls from the `tool_invocation` table
+    audit quarantine       the rows the database refused, from the spool directory
+
+`show` exits 0 when the run has rows, 1 when it has none, 2 when the database cannot be read;
+`quarantine` exits 0 when it is empty, 1 when it holds rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -15,7 +20,8 @@ from typing import Any, TextIO
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from lookup_knowledge.adapters import audit_sql
+from lookup_knowledge.audit import sql as audit_sql
+from lookup_knowledge.audit.quarantine import QUARANTINE_FILE, read_entries
 from lookup_knowledge.settings import Settings
 
 QUERY_PREVIEW_CHARS = 40
@@ -37,22 +43,41 @@ _COLUMNS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="lookup-knowledge audit show",
-        description="Print the tool calls of one agent run from the audit table.",
+        prog="lookup-knowledge audit", description="Read the audit trail."
     )
-    parser.add_argument("run_id", help="the run whose calls to list")
-    parser.add_argument(
+    commands = parser.add_subparsers(dest="command", required=True)
+    show = commands.add_parser("show", help="print the tool calls of one agent run")
+    show.add_argument("run_id", help="the run whose calls to list")
+    show.add_argument(
         "--database-url",
         default=None,
         help="audit database (default: AUDIT_DATABASE_URL from the environment or .env)",
     )
+    show.set_defaults(handler=show_run)
+    quarantine = commands.add_parser(
+        "quarantine", help="list the rows the database refused (kept in the spool directory)"
+    )
+    quarantine.add_argument(
+        "--spool-dir",
+        type=Path,
+        default=None,
+        help="spool directory (default: AUDIT_SPOOL_DIR from the environment or .env)",
+    )
+    quarantine.add_argument(
+        "--json", action="store_true", help="print each entry, row included, as one JSON line"
+    )
+    quarantine.set_defaults(handler=show_quarantine)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    out = out or sys.stdout
-    url = args.database_url or _configured_url()
+    code: int = args.handler(args, out or sys.stdout)
+    return code
+
+
+def show_run(args: argparse.Namespace, out: TextIO) -> int:
+    url = args.database_url or _settings().audit_database_url.get_secret_value()
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and not _sqlite_file_exists(parsed.database):
         print(f"no audit database at {parsed.database}", file=sys.stderr)
@@ -62,7 +87,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         rows = audit_sql.fetch_run(engine, args.run_id)
     except SQLAlchemyError as exc:
         shown = engine.url.render_as_string(hide_password=True)
-        print(f"cannot read the audit table at {shown}: {_first_line(exc)}", file=sys.stderr)
+        print(f"cannot read the audit table at {shown}: {audit_sql.brief(exc)}", file=sys.stderr)
         return 2
     finally:
         engine.dispose()
@@ -72,6 +97,28 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     print(f"run {args.run_id}: {len(rows)} call(s)", file=out)
     print(render_table(rows), file=out)
     return 0
+
+
+def show_quarantine(args: argparse.Namespace, out: TextIO) -> int:
+    path = (args.spool_dir or _settings().audit_spool_dir) / QUARANTINE_FILE
+    entries = list(read_entries(path))
+    if args.json:
+        for entry in entries:
+            print(json.dumps(entry, ensure_ascii=False), file=out)
+        return 1 if entries else 0
+    if not entries:
+        print(f"no quarantined rows in {path}", file=out)
+        return 0
+    print(f"{len(entries)} quarantined row(s) in {path}", file=out)
+    for entry in entries:
+        record = entry.get("record") or {}
+        print(
+            f"{entry.get('quarantined_at', '-')}  {entry['invocation_id']}  "
+            f"{record.get('run_id', '-')}/{record.get('tool_call_id', '-')}  "
+            f"{entry.get('reason', '')}",
+            file=out,
+        )
+    return 1
 
 
 def render_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -124,19 +171,14 @@ def _flag(value: Any) -> str:
     return "-" if value is None else ("yes" if value else "no")
 
 
-def _configured_url() -> str:
-    return Settings().audit_database_url.get_secret_value()
+def _settings() -> Settings:
+    return Settings()
 
 
 def _sqlite_file_exists(database: str | None) -> bool:
     if not database or database == ":memory:" or database.startswith("file:"):
         return True
     return Path(database).expanduser().is_file()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 if __name__ == "__main__":

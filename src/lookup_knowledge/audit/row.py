@@ -1,9 +1,14 @@
-"""What one lookup leaves in the audit table: its row and `retrieval_details` (docs/audit.md)."""
+"""The row builder: what one call leaves in the audit table (docs/audit.md).
+
+Pure: no I/O. Text is made valid Unicode here (docs/audit.md#bounds); `retrieval_details` is
+bounded before the insert (`audit.sql`), its untrusted part already at the adapter.
+"""
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +19,7 @@ from lookup_knowledge.domain.audit import (
     AuditRecord,
 )
 from lookup_knowledge.domain.contract import RagToolResult
+from lookup_knowledge.domain.jsonsafe import escape_surrogates
 from lookup_knowledge.domain.models import LookupResult, ProjectionSummary, SearchOutcome
 
 
@@ -38,7 +44,7 @@ def retrieval_details(
     projection: ProjectionSummary,
 ) -> dict[str, Any]:
     pack = lookup.context_pack
-    return {
+    details: dict[str, Any] = {
         "retrieval_trace": outcome.retrieval_trace,
         "evidence_status": outcome.upstream_status,
         "adapter": {"hit_count": outcome.hit_count, "dropped_invalid": outcome.dropped_invalid},
@@ -65,6 +71,9 @@ def retrieval_details(
         },
         "evidence_refs": evidence_refs(result),
     }
+    if outcome.trace_truncated:
+        details["details_truncated"] = True
+    return details
 
 
 @dataclass(slots=True)
@@ -121,21 +130,48 @@ class AuditDraft:
             },
         )
 
-    def failed(self, error_code: str, message: str) -> None:
+    def failed(
+        self, error_code: str, message: str, *, problems: list[dict[str, Any]] | None = None
+    ) -> None:
         self.fields.update(success=False, error_code=error_code)
-        self.fields.setdefault("retrieval_details", {})["error"] = message
+        details = self.fields.setdefault("retrieval_details", {})
+        details["error"] = message
+        if problems:
+            details["problems"] = problems
         if self.stages:
             self.fields["retrieval_details"]["stages_ms"] = _stages_ms(self.stages)
 
     def finish(self) -> AuditRecord:
+        """The row, its text valid Unicode whatever the request or py-rag carried."""
         self.fields.setdefault("success", False)
+        for name in ("error_code", "output_preview"):
+            if isinstance(self.fields.get(name), str):
+                self.fields[name] = escape_surrogates(self.fields[name])
         return AuditRecord(
-            run_id=self.run_id,
-            tool_call_id=self.tool_call_id,
-            query=self.query,
-            step_id=self.step_id,
+            run_id=escape_surrogates(self.run_id),
+            tool_call_id=escape_surrogates(self.tool_call_id),
+            query=escape_surrogates(self.query),
+            step_id=None if self.step_id is None else escape_surrogates(self.step_id),
             duration_ms=_ms_since(self.started),
             **self.fields,
+        )
+
+    @classmethod
+    def refused(cls, body: object) -> AuditDraft:
+        """The draft of a call refused before it ran, from whatever its JSON body held."""
+        data: Mapping[str, Any] = body if isinstance(body, Mapping) else {}
+
+        def field_text(snake: str, camel: str) -> str | None:
+            value = data.get(snake, data.get(camel))
+            if value is None:
+                return None
+            return value if isinstance(value, str) else json.dumps(value, default=str)[:256]
+
+        return cls(
+            run_id=field_text("run_id", "runId") or "",
+            tool_call_id=field_text("tool_call_id", "toolCallId") or "",
+            query=field_text("query", "query") or "",
+            step_id=field_text("step_id", "stepId"),
         )
 
     def _result_fields(self, result: RagToolResult, body: bytes) -> None:

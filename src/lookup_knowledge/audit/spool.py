@@ -1,267 +1,391 @@
-"""Durable local spool for audit rows while the database is unreachable (docs/audit.md#durability).
+"""The spool: the local outbox every audit row passes through (docs/audit.md#durability).
 
-Layout: `segment-<time_ns>-<pid>-<random>.jsonl` files under the spool directory, one record per
-line, appended and fsync'd before `append` returns. A writer holds an exclusive `flock` on the
-segment it appends to, so another process sharing the directory never replays (and deletes) a
-segment that is still growing; a segment whose writer closed it or died is anyone's to replay.
+`append` writes a row's line to this process's active segment before the answer leaves, so a
+killed process keeps it (the kernel has it); a syncer thread `fdatasync`s within
+`fsync_interval_s` (group commit). The writer takes rows back in append order with `take` —
+from memory while it keeps up, from the file when it fell behind — and `ack`s them once the
+database (or the quarantine) has them.
 
-Replay walks segments in name (creation time) order, line by line, and deletes a segment only
-once all its rows are in the database. A replay cut short is simply repeated later: the unique
-`invocation_id` makes a second insert of the same row a no-op. Lines that cannot be decoded (a
-torn last line after a crash) go to `corrupt.jsonl`, rows the database refuses to
-`rejected.jsonl`; both are kept for an operator, never replayed automatically.
+Layout: `segment-<time_ns>-<pid>-<random>.jsonl`, one row a line, ASCII JSON (any text encodes).
+A process holds an exclusive `flock` on every segment it appends to or drains, so no other
+process touches a segment that is still in use; a segment whose process died is adopted by the
+next one to look (`adopt_orphans`) and written first. A segment is deleted once all its rows are
+acknowledged and a fresh one has replaced it. How far a segment is acknowledged is kept next
+to it (`<segment>.ack`, rewritten after each batch), so a process that adopts it starts there;
+were that file stale, rows would be offered twice and skipped by the database (unique ids).
+Undecodable lines (a line torn by a crash) go to `corrupt.jsonl`.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
-import fcntl
-import hashlib
-import json
+import itertools
 import logging
+import math
 import os
-import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from lookup_knowledge.adapters.audit_sql import json_safe
+from lookup_knowledge.audit.lines import decode_record, encode_record
+from lookup_knowledge.audit.segments import (
+    SEGMENT_GLOB,
+    Segment,
+    append_file,
+    claim,
+    open_segment,
+    read_lines,
+    write_all,
+)
 from lookup_knowledge.domain.audit import AuditRecord
 
 log = logging.getLogger(__name__)
 
-SEGMENT_GLOB = "segment-*.jsonl"
 CORRUPT_FILE = "corrupt.jsonl"
-REJECTED_FILE = "rejected.jsonl"
-_RECORD_FIELDS = frozenset(f.name for f in fields(AuditRecord))
+ROTATE_BYTES = 1024 * 1024  # a fully acknowledged segment is replaced past this size
+MAX_SEGMENT_BYTES = 64 * 1024 * 1024  # a segment is replaced past this size regardless
+CACHE_ROWS = 10_000  # rows kept in memory for the writer; past this it reads the file
 
 
-def encode_record(record: AuditRecord) -> bytes:
-    """One spool line: the record as JSON, newline-terminated."""
-    line = json.dumps(
-        json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False, sort_keys=True
-    )
-    return line.encode("utf-8") + b"\n"
+@dataclass
+class Batch:
+    """Rows in append order from one segment; `ack` them once they are stored."""
+
+    segment: Segment
+    records: list[AuditRecord] = field(default_factory=list)
+    ends: list[tuple[int, int]] = field(default_factory=list)  # (offset, lines) after each row
+    end: tuple[int, int] = (0, 0)  # after the whole batch (trailing undecodable lines included)
 
 
-def decode_record(line: bytes) -> AuditRecord:
-    """The record of one spool line; raises ValueError/TypeError/KeyError on a bad line."""
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError("spool line is not a JSON object")
-    values = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
-    if not values.get("invocation_id"):
-        # A line without an id still replays exactly once: its id is derived from its bytes.
-        values["invocation_id"] = hashlib.sha256(line.strip()).hexdigest()[:32]
-    return AuditRecord.from_dict(values)
-
-
-class AuditSpool:
-    """Append-only, fsync'd segment files; thread-safe."""
+class Spool:
+    """Thread-safe. `start` the syncer, `append` from any thread, one writer `take`s and `ack`s."""
 
     def __init__(
-        self, directory: Path, *, max_segment_bytes: int = 64 * 1024 * 1024, batch_size: int = 200
+        self,
+        directory: Path,
+        *,
+        fsync_interval_s: float = 0.05,
+        cache_rows: int = CACHE_ROWS,
+        rotate_bytes: int = ROTATE_BYTES,
+        max_segment_bytes: int = MAX_SEGMENT_BYTES,
     ) -> None:
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
+        self._fsync_interval_s = fsync_interval_s
+        self._cache_rows = cache_rows
+        self._rotate_bytes = rotate_bytes
         self._max_segment_bytes = max_segment_bytes
-        self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._active_fd: int | None = None
-        self._active_name = ""
-        self._active_bytes = 0
-        # Rows per segment this spool knows of: its own, and those it found unowned.
-        self._counts: dict[str, int] = {}
-        for path in self._segments():
-            with self._claimed(path) as fd:
-                if fd is not None:
-                    self._counts[path.name] = _count_lines(fd)
+        self._rows_ready = threading.Condition(self._lock)
+        self._active: Segment | None = None
+        self._spare: Segment | None = None
+        self._backlog: list[Segment] = []  # sealed segments to drain, oldest name first
+        self._cache: deque[tuple[AuditRecord, int]] = deque()  # active's unacked rows, with ends
+        self._cache_ok = True
+        self._dirty = False
+        self._dirty_event = threading.Event()  # set when a write is waiting for the syncer
+        self._wake_at: float = math.inf  # rows the writer waits for (none: infinity)
+        self._to_sync: list[int] = []  # duplicated fds of sealed segments, for the syncer
+        self._closed = False
+        self._interrupted = False
+        self._stop = threading.Event()
+        self._syncer: threading.Thread | None = None
+        self.error: str | None = None  # the last append failure, until an append succeeds
+        self.adopt_orphans()
 
     @property
     def directory(self) -> Path:
         return self._dir
 
-    def depth(self) -> int:
-        """Rows waiting in segments this spool owns or found unowned."""
-        with self._lock:
-            return sum(self._counts.values())
+    def start(self) -> None:
+        """Start the syncer thread (group fsync, and a spare segment kept ready)."""
+        if self._syncer is None:
+            self._syncer = threading.Thread(target=self._sync_loop, name="audit-spool", daemon=True)
+            self._syncer.start()
 
-    def has_unowned_segments(self) -> bool:
-        """Whether a segment exists that no live writer is appending to (a restart's leftovers)."""
-        with self._lock:
-            active = self._active_name
-        for path in self._segments():
-            if path.name == active:
-                continue
-            with self._claimed(path) as fd:
-                if fd is not None:
-                    return True
-        return False
+    # --- appending (any thread) ---
 
-    def append(self, records: Sequence[AuditRecord]) -> None:
-        """Write records durably (fsync) before returning; raises OSError on a disk failure."""
-        if not records:
-            return
-        data = b"".join(encode_record(r) for r in records)
+    def append(self, record: AuditRecord) -> None:
+        """Write the row's line; returns once the kernel has it. Raises OSError."""
+        line = encode_record(record)
         with self._lock:
-            if self._active_fd is None or self._active_bytes >= self._max_segment_bytes:
-                self._seal()
-                self._open_segment()
-            assert self._active_fd is not None
+            if self._closed:
+                self._append_detached(line)
+                return
             try:
-                _write_all(self._active_fd, data)
-                os.fsync(self._active_fd)
-            except OSError:
-                # Whatever reached the file is either whole lines (replayed, de-duplicated by
-                # invocation id) or a torn tail (kept as corrupt); never append after it.
-                self._seal()
+                segment = self._writable_segment()
+                write_all(segment.fd, line)
+            except OSError as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._seal_active()  # whatever reached the file is whole lines or a torn tail
                 raise
-            self._active_bytes += len(data)
-            self._counts[self._active_name] = self._counts.get(self._active_name, 0) + len(records)
+            self.error = None
+            if segment.waiting == 0:
+                segment.oldest = record.created_at.timestamp()
+            segment.size += len(line)
+            segment.rows += 1
+            if not self._dirty:  # the syncer flushes within fsync_interval_s from here
+                self._dirty = True
+                self._dirty_event.set()
+            if self._cache_ok:
+                if len(self._cache) < self._cache_rows:
+                    self._cache.append((record, segment.size))
+                else:  # the writer is far behind: it reads the file from here on
+                    self._cache_ok = False
+                    self._cache.clear()
+            # Wake the writer only when what it waits for is there: no wake-up per row.
+            if self._wake_at <= self._depth_locked():
+                self._rows_ready.notify()
 
-    def replay(self, write: Callable[[list[AuditRecord]], None]) -> int:
-        """Hand every unowned segment's rows to `write` in order, deleting each segment after.
+    # --- the writer's side ---
 
-        `write` raising stops the replay and propagates; the segment stays for the next try.
-        Returns the number of rows handed over.
-        """
+    def wait(self, timeout: float, *, rows: int = 1) -> None:
+        """Block until `rows` rows wait, `interrupt` is called, or `timeout` passes."""
         with self._lock:
-            self._seal()
-        total = 0
-        for path in self._segments():
-            with self._claimed(path) as fd:
-                if fd is None:
-                    continue
-                rows = 0
-                batch: list[AuditRecord] = []
-                for line in _lines(fd):
-                    record = self._decode(line, path)
-                    if record is None:
-                        continue
-                    batch.append(record)
-                    if len(batch) >= self._batch_size:
-                        write(batch)
-                        rows += len(batch)
-                        batch = []
-                if batch:
-                    write(batch)
-                    rows += len(batch)
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                _fsync_dir(self._dir)
+            self._wake_at = rows
+            self._rows_ready.wait_for(
+                lambda: self._closed or self._interrupted or self._depth_locked() >= rows,
+                timeout,
+            )
+            self._wake_at = math.inf
+            self._interrupted = False
+
+    def interrupt(self) -> None:
+        """Wake a writer blocked in `wait` (to stop, or to take held rows)."""
+        with self._lock:
+            self._interrupted = True
+            self._rows_ready.notify_all()
+
+    def take(self, max_rows: int) -> Batch | None:
+        """The next rows in order (not removed until `ack`), or None when none wait."""
+        with self._lock:
+            if self._closed:
+                return None
+            segment = next((s for s in self._backlog if s.waiting), None)
+            if segment is None:
+                segment = self._active
+                if segment is None or not segment.waiting:
+                    return None
+                if self._cache_ok:
+                    return self._from_cache(segment, max_rows)
+            start, stop, lines = segment.acked_size, segment.size, segment.acked_rows
+        return self._from_file(segment, start, stop, lines, max_rows)
+
+    def ack(self, batch: Batch, rows: int | None = None) -> None:
+        """Acknowledge the batch's first `rows` rows (all by default): they are stored."""
+        count = len(batch.records) if rows is None else rows
+        if count == 0 and batch.records:
+            return
+        end = batch.end if count == len(batch.records) else batch.ends[count - 1]
+        segment = batch.segment
+        with self._lock:
+            if self._closed or end[0] <= segment.acked_size:
+                return
+            if segment is self._active and self._cache_ok:
+                for _ in range(count):
+                    self._cache.popleft()
+            segment.acked_size, segment.acked_rows = end
+            with contextlib.suppress(OSError):
+                segment.record_ack()
+            if not segment.waiting:
+                segment.oldest = None
+            elif segment is self._active and self._cache_ok and self._cache:
+                segment.oldest = self._cache[0][0].created_at.timestamp()
+            elif count:
+                segment.oldest = batch.records[count - 1].created_at.timestamp()
+            if segment is self._active:
+                if not self._cache_ok and not segment.waiting:
+                    self._cache_ok = True  # caught up with the file: back to memory
+                if not segment.waiting and segment.size >= self._rotate_bytes:
+                    self._active = None
+                    self._drop(segment)
+            elif not segment.waiting and segment in self._backlog:
+                self._backlog.remove(segment)
+                self._drop(segment)
+
+    def depth(self) -> int:
+        """Rows appended (or adopted) and not yet acknowledged."""
+        with self._lock:
+            return self._depth_locked()
+
+    def oldest_age(self) -> float | None:
+        """Seconds since the oldest unacknowledged row was made, or None when none waits."""
+        with self._lock:
+            times = [s.oldest for s in self._segments_locked() if s.waiting and s.oldest]
+        return max(0.0, time.time() - min(times)) if times else None
+
+    def adopt_orphans(self) -> int:
+        """Take over segments no live process holds (a killed process's); rows adopted."""
+        with self._lock:
+            known = {s.path.name for s in self._segments_locked()}
+            if self._spare is not None:
+                known.add(self._spare.path.name)
+        adopted = 0
+        for temp in self._dir.glob(".segment-*.tmp"):  # a process died while creating one
+            leftover = claim(temp)
+            if leftover is not None:
+                self._drop(leftover)
+        for path in sorted(self._dir.glob(SEGMENT_GLOB)):
+            if path.name in known:
+                continue
+            segment = claim(path)
+            if segment is None:
+                continue
+            if not segment.waiting:  # a spare never written to, or a drained segment
+                self._drop(segment)
+                continue
             with self._lock:
-                self._counts.pop(path.name, None)
-            total += rows
-        with self._lock:
-            # Segments of ours that another process replayed meanwhile.
-            for name in [n for n in self._counts if n != self._active_name]:
-                if not (self._dir / name).exists():
-                    del self._counts[name]
-        return total
+                if self._closed:
+                    os.close(segment.fd)
+                    break
+                bisect.insort(self._backlog, segment, key=lambda s: s.path.name)
+                self._rows_ready.notify_all()
+            adopted += segment.waiting
+        if adopted:
+            log.warning("audit spool: adopted %d rows left by a stopped process", adopted)
+        return adopted
 
-    def reject(self, record: AuditRecord, reason: str) -> None:
-        """Keep a row the database refuses, with the reason, for an operator."""
-        entry = {"reason": reason, "record": json.loads(encode_record(record))}
-        self._keep(REJECTED_FILE, json.dumps(entry, ensure_ascii=False).encode("utf-8") + b"\n")
+    # --- durability and shutdown ---
 
-    def close(self) -> None:
-        """Stop appending; the current segment becomes replayable by anyone."""
+    def sync(self) -> None:
+        """Flush what was appended to disk (called by the syncer; also at close)."""
         with self._lock:
-            self._seal()
+            fds, self._to_sync = self._to_sync, []
+            if self._dirty and self._active is not None:
+                fds.append(os.dup(self._active.fd))
+                self._dirty = False
+        for fd in fds:
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                log.error("audit spool: flush to disk failed: %s", exc)
+            finally:
+                os.close(fd)
+
+    def close(self, *, keep_open: bool = False) -> None:
+        """Flush and stop; segments stay for the next start. `keep_open` leaves the files open
+        (a writer thread still blocked in the database may yet read them)."""
+        self._stop.set()
+        self._dirty_event.set()  # wake the syncer
+        if self._syncer is not None:
+            self._syncer.join(5)
+        self.sync()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._rows_ready.notify_all()
+            segments = [*self._segments_locked(), *([self._spare] if self._spare else [])]
+            self._active, self._spare, self._backlog = None, None, []
+            self._cache.clear()
+        for segment in segments:
+            if segment.waiting == 0:  # a drained segment holds nothing for the next start
+                self._drop(segment)
+            elif not keep_open:
+                segment.close_files()
+
+    def keep_corrupt(self, line: bytes, reason: str) -> None:
+        log.error("audit spool: undecodable line kept in %s (%s)", CORRUPT_FILE, reason)
+        append_file(self._dir / CORRUPT_FILE, line if line.endswith(b"\n") else line + b"\n")
 
     # --- internals ---
 
-    def _segments(self) -> list[Path]:
-        return sorted(self._dir.glob(SEGMENT_GLOB))
+    def _depth_locked(self) -> int:
+        return sum(s.waiting for s in self._segments_locked())
 
-    @contextlib.contextmanager
-    def _claimed(self, path: Path) -> Iterator[int | None]:
-        """The segment opened under an exclusive lock, or None if another writer holds it."""
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            yield None
+    def _segments_locked(self) -> list[Segment]:
+        return [*self._backlog, *([self._active] if self._active else [])]
+
+    def _writable_segment(self) -> Segment:
+        active = self._active
+        if active is not None and active.size >= self._max_segment_bytes:
+            self._seal_active()
+            active = None
+        if active is None:
+            active, self._spare = self._spare or open_segment(self._dir), None
+            self._active = active
+            self._cache_ok, self._cache = True, deque()
+        return active
+
+    def _seal_active(self) -> None:
+        """The active segment joins the backlog (drained from the file); a new one comes next."""
+        segment, self._active = self._active, None
+        self._cache.clear()
+        self._cache_ok = True
+        if segment is None:
             return
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield None
-                return
-            # Replayed and deleted by someone else between our listing and our lock.
-            yield None if os.fstat(fd).st_nlink == 0 else fd
-        finally:
-            os.close(fd)  # also releases the lock
+        if segment.waiting:
+            self._backlog.append(segment)
+            self._to_sync.append(os.dup(segment.fd))
+        else:
+            self._drop(segment)
 
-    def _open_segment(self) -> None:
-        name = f"segment-{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.jsonl"
-        # Locked under a name replay ignores, then renamed: no one can claim it while empty.
-        temp = self._dir / f".{name}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.rename(temp, self._dir / name)
-            _fsync_dir(self._dir)
-        except BaseException:
-            os.close(fd)
+    def _drop(self, segment: Segment) -> None:
+        """Delete a drained segment (its `.ack` first: a segment without one replays whole)."""
+        for path in (segment.ack_path, segment.path):
             with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
-        self._active_fd, self._active_name, self._active_bytes = fd, name, 0
-        self._counts.setdefault(name, 0)
+                path.unlink()
+        segment.close_files()
 
-    def _seal(self) -> None:
-        if self._active_fd is None:
-            return
-        fd, self._active_fd, self._active_name = self._active_fd, None, ""
+    def _from_cache(self, segment: Segment, max_rows: int) -> Batch:
+        batch = Batch(segment)
+        for record, end in itertools.islice(self._cache, max_rows):
+            batch.records.append(record)
+            batch.ends.append((end, segment.acked_rows + len(batch.records)))
+        batch.end = batch.ends[-1]
+        return batch
+
+    def _from_file(
+        self, segment: Segment, start: int, stop: int, lines: int, max_rows: int
+    ) -> Batch:
+        batch = Batch(segment, end=(start, lines))
+        offset = start
+        read = read_lines(segment.fd, start, stop, max_rows)
+        if not read:  # cut short by someone else: nothing more can be read from it
+            log.error("audit spool: %s ends before its rows; skipping the rest", segment.path)
+            batch.end = (stop, segment.rows)
+        for line in read:
+            offset += len(line)
+            lines += 1
+            try:
+                record = decode_record(line)
+            except (ValueError, TypeError, KeyError) as exc:
+                self.keep_corrupt(line, f"{segment.path.name}: {exc}")
+            else:
+                batch.records.append(record)
+                batch.ends.append((offset, lines))
+            batch.end = (offset, lines)
+        return batch
+
+    def _append_detached(self, line: bytes) -> None:
+        """After close: a one-row segment of its own, flushed, for the next start."""
+        segment = open_segment(self._dir)
         try:
-            os.fsync(fd)
+            write_all(segment.fd, line)
+            os.fsync(segment.fd)
         finally:
-            os.close(fd)
+            os.close(segment.fd)
 
-    def _decode(self, line: bytes, path: Path) -> AuditRecord | None:
-        if not line.strip():
-            return None
-        try:
-            return decode_record(line)
-        except (ValueError, TypeError, KeyError) as exc:
-            log.error(
-                "audit spool: undecodable line in %s kept in %s (%s)", path.name, CORRUPT_FILE, exc
-            )
-            self._keep(CORRUPT_FILE, line if line.endswith(b"\n") else line + b"\n")
-            return None
-
-    def _keep(self, name: str, data: bytes) -> None:
-        fd = os.open(self._dir / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
-def _lines(fd: int) -> Iterator[bytes]:
-    with os.fdopen(os.dup(fd), "rb") as handle:
-        handle.seek(0)
-        yield from handle
-
-
-def _count_lines(fd: int) -> int:
-    return sum(1 for line in _lines(fd) if line.strip())
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    def _sync_loop(self) -> None:
+        """Group commit: after the first write since the last flush, wait `fsync_interval_s`
+        for more, then flush them all at once. Idle, it sleeps (and keeps a spare ready)."""
+        while not self._stop.is_set():
+            self._dirty_event.wait(1.0)
+            if self._dirty_event.is_set() and not self._stop.wait(self._fsync_interval_s):
+                self._dirty_event.clear()
+            try:
+                self.sync()
+                with self._lock:
+                    need_spare = self._spare is None and not self._closed
+                if need_spare:
+                    spare: Segment | None = open_segment(self._dir)
+                    with self._lock:
+                        if self._spare is None and not self._closed:
+                            self._spare, spare = spare, None
+                    if spare is not None:
+                        self._drop(spare)
+            except Exception:  # the syncer must outlive any surprise
+                log.exception("audit spool syncer error")

@@ -1,12 +1,11 @@
-"""The AuditPort: one background thread writes batched rows; while the database is away, the spool.
+"""The AuditPort: every row into the spool before the answer, a thread writes them on.
 
-    submit() ─queue─▶ writer thread ─batch─▶ database (insert, skip known invocation ids)
-                                  └─ unreachable ─▶ spool (fsync'd) ─ retry, backoff ─▶ replay
+    submit() ─write()─▶ spool segment ─(group fsync)─▶ disk
+                             └─ take ─▶ writer thread ─batch, one commit─▶ database ─▶ ack
+                                              └─ refused row ─▶ quarantine ─▶ ack
 
-PyMySQL is synchronous, so nothing here runs on the event loop: `submit` only enqueues and
-`ping` runs in a worker thread. Order is kept: once one row has gone to the spool, every later
-row goes there too until the spool has been replayed, and a restart replays leftover segments
-before writing anything new. A clean `close` writes (or spools) everything submitted before it.
+See docs/audit.md#durability. PyMySQL is synchronous, so nothing here touches the database on
+the event loop: `submit` only appends a line, and `status` reads the writer's state.
 """
 
 from __future__ import annotations
@@ -14,22 +13,26 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
 
-from lookup_knowledge.adapters import audit_sql
-from lookup_knowledge.adapters.audit_spool import REJECTED_FILE, AuditSpool
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.audit import schema, sql
+from lookup_knowledge.audit.quarantine import Quarantine
+from lookup_knowledge.audit.spool import Batch, Spool
+from lookup_knowledge.audit.sql import Failure
+from lookup_knowledge.domain.audit import AuditHealth, AuditRecord, AuditStatus
 
 log = logging.getLogger(__name__)
 
-_STOP = object()
+BATCH_ROWS = 500
+BATCH_WAIT_S = 0.05  # a batch fills for at most this long: fewer commits, rows already durable
+ROW_ATTEMPTS = 3  # a row that loses the connection while pings succeed: then quarantined
+SLOW_CALL_S = 2.0  # a database call running longer makes the audit "degraded"
+STOP_STALL_S = 2.0  # at close, stop waiting after this long without progress
 
 
 class AuditWriter:
@@ -38,32 +41,44 @@ class AuditWriter:
     def __init__(
         self,
         engine: Engine,
-        spool: AuditSpool,
+        spool: Spool,
+        quarantine: Quarantine,
         *,
-        batch_size: int = 200,
+        batch_rows: int = BATCH_ROWS,
+        batch_wait_s: float = BATCH_WAIT_S,
         retry_initial_s: float = 0.5,
         retry_max_s: float = 30.0,
+        stuck_after_s: float = 15.0,
+        idle_ping_s: float = 5.0,
         orphan_check_s: float = 60.0,
     ) -> None:
         self._engine = engine
         self._spool = spool
-        self._batch_size = batch_size
+        self._quarantine = quarantine
+        self._batch_rows = batch_rows
+        self._batch_wait_s = batch_wait_s
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
+        self._stuck_after_s = stuck_after_s
+        self._idle_ping_s = idle_ping_s
         self._orphan_check_s = orphan_check_s
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._state_lock = threading.Lock()
-        self._pending = 0  # submitted, not yet in the database or the spool
+        self._held: deque[AuditRecord] = deque()  # rows the spool could not take
+        self._lock = threading.Lock()
         self._closed = False
+        self._stopping = threading.Event()
+        self._first_attempt = threading.Event()
         self._thread: threading.Thread | None = None
-        # Owned by the writer thread (read elsewhere only as hints):
-        self._spooling = False
-        self._schema_ready = False
+        # Written by the writer thread, read by `status`:
+        self._state = "connecting"  # connecting | up | unavailable | misconfigured
+        self._error: str | None = None
+        self._reached = False
+        self._call_started: float | None = None
+        self._last_progress = time.monotonic()
+        self._rows_written = 0
+        self._commits = 0
+        self._rows_quarantined = 0
         self._retry_delay_s = retry_initial_s
         self._next_retry = 0.0
-        self._next_orphan_check = 0.0
-        self._inflight: list[AuditRecord] = []
-        self._held: list[AuditRecord] = []  # neither spool nor database took them (disk error)
 
     @classmethod
     def open(
@@ -71,106 +86,134 @@ class AuditWriter:
         database_url: str,
         spool_dir: Path,
         *,
-        batch_size: int = 200,
-        retry_initial_s: float = 0.5,
-        retry_max_s: float = 30.0,
-        connect_timeout_s: int = 5,
-        io_timeout_s: int = 30,
+        timeout_s: float = 10,
+        fsync_interval_s: float = 0.05,
+        details_max_depth: int = sql.DETAILS_MAX_DEPTH,
+        details_max_bytes: int = sql.DETAILS_MAX_BYTES,
+        **options: float,
     ) -> AuditWriter:
-        """Engine + spool; touches no database (that happens in the thread, so start-up never
-        waits on or fails because of the audit database)."""
-        engine = audit_sql.create_audit_engine(
-            database_url, connect_timeout_s=connect_timeout_s, io_timeout_s=io_timeout_s
+        """Engine, spool (adopting what a stopped process left) and quarantine; touches no
+        database: that happens in the thread."""
+        engine = sql.create_audit_engine(
+            database_url,
+            timeout_s=timeout_s,
+            details_max_depth=details_max_depth,
+            details_max_bytes=details_max_bytes,
         )
-        spool = AuditSpool(spool_dir, batch_size=batch_size)
-        return cls(
-            engine,
-            spool,
-            batch_size=batch_size,
-            retry_initial_s=retry_initial_s,
-            retry_max_s=retry_max_s,
-        )
+        spool = Spool(spool_dir, fsync_interval_s=fsync_interval_s)
+        return cls(engine, spool, Quarantine(spool_dir), **options)  # type: ignore[arg-type]
 
     @property
     def engine(self) -> Engine:
         return self._engine
 
     @property
-    def spooling(self) -> bool:
-        """Whether rows are currently going to the spool (database unreachable)."""
-        return self._spooling
+    def spool(self) -> Spool:
+        return self._spool
 
     def start(self) -> None:
-        """Start the writer thread: it creates/upgrades the schema, replays the spool, writes."""
-        with self._state_lock:
+        """Start the syncer and the writer thread (schema check, adopted rows first, then new)."""
+        with self._lock:
             if self._thread is not None or self._closed:
                 return
+            self._spool.start()
             self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
             self._thread.start()
-        # A process that exits without `close` still flushes (daemon threads die silently).
-        atexit.register(self._close_at_exit)
+        atexit.register(self._close_at_exit)  # daemon threads die silently at exit
 
     # --- AuditPort ---
 
     def submit(self, record: AuditRecord) -> None:
-        """Queue one row; returns at once, never raises."""
+        """Append the row to the spool; returns once the kernel has it. Never raises."""
         try:
-            with self._state_lock:
-                if not self._closed:
-                    self._pending += 1
-                    self._queue.put(record)
-                    return
-            # After close: straight to the spool, replayed at the next start.
-            log.warning("audit row submitted after close; spooled")
-            self._spool.append([record])
-            self._spool.close()
+            self._spool.append(record)
+            return
         except Exception:
-            log.exception(
-                "audit row for %s/%s could not be queued", record.run_id, record.tool_call_id
-            )
+            log.exception("audit row %s not spooled; kept in memory", record.invocation_id)
+        self._held.append(record)
+        self._spool.interrupt()
 
-    def spool_depth(self) -> int:
-        return self._spool.depth() + len(self._held)
+    async def status(self) -> AuditStatus:
+        if not self._first_attempt.is_set():  # at start, let the first connection settle
+            await asyncio.to_thread(self._first_attempt.wait, SLOW_CALL_S)
+        return self.snapshot()
 
-    async def ping(self) -> None:
-        await asyncio.to_thread(audit_sql.ping, self._engine)
+    def snapshot(self) -> AuditStatus:
+        now = time.monotonic()
+        depth = self.depth()
+        oldest = self._spool.oldest_age()
+        stuck = bool(depth) and min(now - self._last_progress, oldest or 0.0) > self._stuck_after_s
+        call = self._call_started
+        slow = call is not None and now - call > SLOW_CALL_S
+        error = self._error
+        status: AuditHealth
+        if self._spool.error is not None:
+            status, error = "down", f"spool not writable: {self._spool.error}"
+        elif self._state == "misconfigured":
+            status, error = "down", f"misconfigured: {error}"
+        elif not self._reached:
+            status, error = "down", f"not reached since start: {error or 'connecting'}"
+        elif self._state != "up" or stuck or slow:
+            status = "degraded"
+            if self._state == "up" and slow:
+                error = f"a database call has run for {now - call:.1f} s"  # type: ignore[operator]
+            elif self._state == "up":
+                error = f"no row written for {now - self._last_progress:.1f} s while {depth} wait"
+        else:
+            status, error = "up", None
+        return AuditStatus(
+            status=status,
+            backend=self._engine.dialect.name,
+            error=error,
+            spool_depth=depth,
+            oldest_unwritten_age_s=None if oldest is None else round(oldest, 3),
+            quarantine_size=self._quarantine.size(),
+            writer_stuck=stuck,
+            rows_written=self._rows_written,
+            commits=self._commits,
+            rows_quarantined=self._rows_quarantined,
+        )
 
     # --- lifecycle ---
 
-    def pending(self) -> int:
-        """Rows submitted and not yet in the database or the spool."""
-        with self._state_lock:
-            return self._pending
+    def depth(self) -> int:
+        """Rows not yet in the database or the quarantine."""
+        return self._spool.depth() + len(self._held)
 
     def flush(self, timeout: float) -> bool:
-        """Wait until every submitted row is in the database (queue empty, spool drained)."""
+        """Wait until every submitted row is stored (for tests and benchmarks)."""
         deadline = time.monotonic() + timeout
-        while True:
-            if self.pending() == 0 and not self._spooling and self.spool_depth() == 0:
-                return True
+        while self.depth():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.01)
+        return True
 
     def close(self, timeout: float = 10.0) -> None:
-        """Write (or spool) everything submitted so far, then stop. Idempotent."""
-        with self._state_lock:
+        """Write what the database takes within `timeout` (stopping early when it is away or
+        makes no progress), then stop. The rest waits in the spool for the next start."""
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._queue.put(_STOP)
             thread = self._thread
         atexit.unregister(self._close_at_exit)
-        if thread is not None:
-            thread.join(timeout)
-        if thread is not None and thread.is_alive():
-            # Stuck in a database call: spool what it holds too. If its insert does finish
-            # after all, the replay skips those rows by invocation id.
-            log.error("audit writer still busy after %.1fs; spooling what is left", timeout)
-            self._spool_leftovers(list(self._inflight))
-        else:
-            self._spool_leftovers([])
-            self._spool.close()
+        self._stopping.set()
+        self._spool.interrupt()
+        began = time.monotonic()
+        while thread is not None and thread.is_alive() and time.monotonic() < began + timeout:
+            stalled = time.monotonic() - max(self._last_progress, began) > STOP_STALL_S
+            if self._call_started and stalled:
+                break  # blocked in a hung database: the rows are on disk already
+            thread.join(0.05)
+        alive = thread is not None and thread.is_alive()
+        left = self.depth()
+        if left:
+            log.warning("audit: %d rows left in the spool for the next start", left)
+        if self._held:
+            log.error("audit: %d rows held in memory are lost at close", len(self._held))
+        self._spool.close(keep_open=alive)
+        if not alive:
             self._engine.dispose()
 
     async def aclose(self, timeout: float = 10.0) -> None:
@@ -180,171 +223,182 @@ class AuditWriter:
     def _close_at_exit(self) -> None:
         self.close(timeout=5.0)
 
-    def _spool_leftovers(self, extra: list[AuditRecord]) -> None:
-        rows = [*self._held, *extra]
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not _STOP:
-                rows.append(item)
-        if not rows:
-            return
-        try:
-            self._spool.append(rows)
-        except OSError:
-            log.exception("audit: %d rows could not be spooled at close and are lost", len(rows))
-        else:
-            log.warning(
-                "audit: %d rows spooled at close (%d waiting)", len(rows), self._spool.depth()
-            )
-
     # --- the writer thread ---
 
     def _run(self) -> None:
-        # Leftovers of an earlier process go first: new rows wait behind them.
-        self._spooling = self._spool.depth() > 0
-        self._recover()
-        stop = False
-        while not stop:
+        next_orphan_check = time.monotonic() + self._orphan_check_s
+        last_contact = time.monotonic()
+        while True:
             try:
-                batch, stop = self._take()
-                if batch:
-                    self._handle(batch)
+                if self._stopping.is_set() and (self._state != "up" or not self.depth()):
+                    return
                 now = time.monotonic()
-                if self._spooling and now >= self._next_retry:
-                    self._recover()
-                elif not self._spooling and now >= self._next_orphan_check:
-                    self._next_orphan_check = now + self._orphan_check_s
-                    if self._spool.has_unowned_segments():  # a sibling process died
-                        self._recover()
-            except Exception:  # the thread must outlive any surprise
-                log.exception("audit writer loop error")
-                time.sleep(0.1)
-        if self._held:
-            self._to_spool([])
+                if self._state != "up":
+                    if now < self._next_retry:
+                        self._spool.wait(self._next_retry - now)
+                        continue
+                    self._connect()
+                    last_contact = time.monotonic()
+                    continue
+                if now >= next_orphan_check:
+                    next_orphan_check = now + self._orphan_check_s
+                    self._spool.adopt_orphans()
+                if self._held:
+                    self._write_held()
+                    continue
+                batch = self._spool.take(self._batch_rows)
+                if batch is None:
+                    if now - last_contact > self._idle_ping_s:
+                        self._ping_idle()
+                        last_contact = time.monotonic()
+                    else:
+                        self._spool.wait(min(1.0, self._idle_ping_s))
+                        if not self._stopping.is_set():
+                            self._spool.wait(self._batch_wait_s, rows=self._batch_rows)
+                    continue
+                self._write(batch)
+                last_contact = time.monotonic()
+            except Exception as exc:  # the thread must outlive any surprise
+                log.exception("audit writer error")
+                self._failed(exc)
 
-    def _take(self) -> tuple[list[AuditRecord], bool]:
-        wake_at = self._next_retry if self._spooling else self._next_orphan_check
+    def _connect(self) -> None:
+        """Create or upgrade the table and check it can take rows."""
         try:
-            first = self._queue.get(timeout=max(0.0, wake_at - time.monotonic()))
-        except queue.Empty:
-            return [], False
-        if first is _STOP:
-            return [], True
-        batch: list[AuditRecord] = [first]
-        while len(batch) < self._batch_size:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                return batch, True
-            batch.append(item)
-        return batch, False
-
-    def _handle(self, batch: list[AuditRecord]) -> None:
-        self._inflight = batch
-        try:
-            if self._spooling:
-                self._to_spool(batch)
-            else:
-                try:
-                    self._write(batch)
-                except Exception as exc:
-                    self._enter_spooling(exc)
-                    self._to_spool(batch)
-        finally:
-            self._inflight = []
-            with self._state_lock:
-                self._pending -= len(batch)
-
-    def _write(self, records: list[AuditRecord]) -> None:
-        """Insert a batch; a row the database refuses goes to `rejected.jsonl`, not in a loop.
-
-        Raises when the database is unavailable (the caller spools and retries later).
-        """
-        try:
-            audit_sql.insert_records(self._engine, records)
-            return
+            self._call(schema.ensure_schema, self._engine)
+            self._call(schema.check_compatible, self._engine)
         except Exception as exc:
-            if not audit_sql.is_row_error(exc):
-                raise
-        for record in records:  # find the refused row(s); the rest go in one by one
-            try:
-                audit_sql.insert_records(self._engine, [record])
-            except Exception as exc:
-                if not audit_sql.is_row_error(exc):
-                    raise
-                log.error(
-                    "audit row %s (%s/%s) refused by the database, kept in %s: %s",
-                    record.invocation_id,
-                    record.run_id,
-                    record.tool_call_id,
-                    self._spool.directory / REJECTED_FILE,
-                    _brief(exc),
-                )
-                self._spool.reject(record, _brief(exc))
-
-    def _to_spool(self, batch: list[AuditRecord]) -> None:
-        rows = [*self._held, *batch]
-        try:
-            self._spool.append(rows)
-        except OSError as exc:
-            self._held = rows
-            log.error("audit spool unwritable (%s): %d rows held in memory", exc, len(rows))
+            self._failed(exc)
         else:
-            self._held = []
-
-    def _recover(self) -> None:
-        """Make sure of the schema, replay the spool, then write directly again."""
-        was_spooling = self._spooling
-        try:
-            if not self._schema_ready:
-                audit_sql.ensure_schema(self._engine)
-                self._schema_ready = True
-            else:
-                audit_sql.ping(self._engine)
-            replayed = self._spool.replay(self._write)
-            if self._held:
-                self._write(self._held)
-                self._held = []
-        except Exception as exc:
-            self._enter_spooling(exc)
-            return
-        self._spooling = False
-        self._retry_delay_s = self._retry_initial_s
-        self._next_orphan_check = time.monotonic() + self._orphan_check_s
-        if was_spooling or replayed:
-            log.warning(
-                "audit database reachable: %d spooled rows written, spool drained", replayed
-            )
-
-    def _enter_spooling(self, exc: BaseException) -> None:
-        self._schema_ready = False  # e.g. "no such table": re-check before the next write
-        if not self._spooling:
-            self._spooling = True
+            if self._state != "connecting" or self._error:
+                log.warning("audit database reachable again: writing %d waiting rows", self.depth())
+            self._state, self._error, self._reached = "up", None, True
             self._retry_delay_s = self._retry_initial_s
+        finally:
+            self._first_attempt.set()
+
+    def _write(self, batch: Batch) -> None:
+        if not batch.records:  # only undecodable lines, kept aside by the spool
+            self._spool.ack(batch)
+            return
+        try:
+            self._call(sql.insert_records, self._engine, batch.records)
+        except Exception as exc:
+            kind = sql.classify(exc)
+            if kind is Failure.ROW or (kind is Failure.UNAVAILABLE and self._reachable()):
+                self._write_one_by_one(batch, exc)
+            else:
+                self._failed(exc)
+            return
+        self._stored(batch, len(batch.records))
+
+    def _write_one_by_one(self, batch: Batch, batch_error: BaseException) -> None:
+        """One bad row never takes the others with it: find it, keep it aside, write the rest."""
+        log.warning(
+            "audit batch of %d failed (%s): retrying row by row",
+            len(batch.records),
+            sql.brief(batch_error),
+        )
+        for index, record in enumerate(batch.records):
+            if self._write_row(record) is None:  # the database is the problem: the rest waits
+                self._spool.ack(batch, index)
+                return
+        self._spool.ack(batch)
+        self._last_progress = time.monotonic()
+
+    def _write_row(self, record: AuditRecord) -> bool | None:
+        """True: written. False: quarantined, as the database will not take it. None: the
+        database is away (the row waits; it is never quarantined for an outage)."""
+        for _ in range(ROW_ATTEMPTS):
+            try:
+                self._call(sql.insert_records, self._engine, [record])
+            except Exception as exc:
+                kind = sql.classify(exc)
+                if kind is Failure.ROW:
+                    return self._quarantine_row(record, sql.brief(exc))
+                if kind is Failure.MISCONFIGURED or not self._reachable():
+                    self._failed(exc)
+                    return None
+                error = exc  # lost the connection, yet the database answers: this row again
+            else:
+                self._commits += 1
+                self._rows_written += 1
+                return True
+        reason = f"{sql.brief(error)} ({ROW_ATTEMPTS} times, while the database answered pings)"
+        return self._quarantine_row(record, reason)
+
+    def _quarantine_row(self, record: AuditRecord, reason: str) -> bool | None:
+        log.error(
+            "audit row %s (%s/%s) refused by the database, quarantined: %s",
+            record.invocation_id,
+            record.run_id,
+            record.tool_call_id,
+            reason,
+        )
+        try:
+            if self._quarantine.add(record, reason):
+                self._rows_quarantined += 1
+        except OSError as exc:
+            self._failed(exc)
+            return None
+        return False
+
+    def _write_held(self) -> None:
+        """Rows the spool could not take go straight to the database, one batch at a time."""
+        records = [self._held[i] for i in range(min(len(self._held), self._batch_rows))]
+        try:
+            self._call(sql.insert_records, self._engine, records)
+        except Exception as exc:
+            self._failed(exc)
+            return
+        for _ in records:
+            self._held.popleft()
+        self._commits += 1
+        self._rows_written += len(records)
+        self._last_progress = time.monotonic()
+
+    def _stored(self, batch: Batch, rows: int) -> None:
+        self._spool.ack(batch)
+        self._commits += 1
+        self._rows_written += rows
+        self._last_progress = time.monotonic()
+
+    def _ping_idle(self) -> None:
+        """While no rows come, still notice a database that went away (for /readyz)."""
+        try:
+            self._call(sql.ping, self._engine)
+        except Exception as exc:
+            self._failed(exc)
+
+    def _reachable(self) -> bool:
+        try:
+            self._call(sql.ping, self._engine)
+        except Exception:
+            return False
+        return True
+
+    def _call(self, function: object, *args: object) -> None:
+        """Run one database call, recording since when it runs (for `writer_stuck`)."""
+        self._call_started = time.monotonic()
+        try:
+            function(*args)  # type: ignore[operator]
+        finally:
+            self._call_started = None
+
+    def _failed(self, exc: BaseException) -> None:
+        """The database is away or misconfigured: rows wait in the spool; retry with backoff."""
+        kind = sql.classify(exc)
+        state = "misconfigured" if kind is Failure.MISCONFIGURED else "unavailable"
+        message = sql.brief(exc)
+        if self._state != state or self._error != message:
             log.warning(
-                "audit database unreachable (%s): spooling rows to %s (%d waiting)",
-                _brief(exc),
+                "audit database %s (%s): %d rows wait in %s",
+                state,
+                message,
+                self.depth(),
                 self._spool.directory,
-                self.spool_depth(),
             )
         else:
             self._retry_delay_s = min(self._retry_delay_s * 2, self._retry_max_s)
-            log.warning(
-                "audit database still unreachable (%s): %d rows spooled, next retry in %.1fs",
-                _brief(exc),
-                self.spool_depth(),
-                self._retry_delay_s,
-            )
+        self._state, self._error = state, message
         self._next_retry = time.monotonic() + self._retry_delay_s
-
-
-def _brief(exc: BaseException) -> str:
-    """The driver's message, without the SQL and parameters SQLAlchemy appends."""
-    cause: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
-    text = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    return text[:300]

@@ -1,11 +1,11 @@
-"""One row of the `tool_invocation` audit table (docs/audit.md), as the service hands it over."""
+"""One row of the `tool_invocation` audit table (docs/audit.md), and the audit trail's state."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 OUTPUT_PREVIEW_CHARS = 2000
 EVIDENCE_REF_TEXT_CHARS = 200
@@ -48,3 +48,27 @@ class AuditRecord:
         values = dict(data)
         values["created_at"] = datetime.fromisoformat(values["created_at"])
         return cls(**values)
+
+
+AuditHealth = Literal["up", "degraded", "down"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditStatus:
+    """What /readyz and /metrics show of the audit trail (docs/audit.md#readiness-and-metrics).
+
+    `up`: rows reach the database. `degraded` (still ready): the database is down, hung or slow,
+    rows wait durably in the spool. `down` (not ready): the database has not been reached since
+    start, is misconfigured, or the spool cannot be written.
+    """
+
+    status: AuditHealth
+    backend: str
+    error: str | None = None
+    spool_depth: int = 0  # rows appended to the spool and not yet acknowledged
+    oldest_unwritten_age_s: float | None = None
+    quarantine_size: int = 0
+    writer_stuck: bool = False
+    rows_written: int = 0  # totals since start, for the /metrics counters
+    commits: int = 0
+    rows_quarantined: int = 0

@@ -46,7 +46,8 @@ class SearchOutcome(_Frozen):
 
     hits: tuple[KnowledgeSearchHit, ...]
     upstream_status: str  # py-rag's evidence_status: "supported" | "no_evidence" | other
-    retrieval_trace: JsonObject | None = None
+    retrieval_trace: JsonObject | None = None  # bounded at the adapter (docs/audit.md#bounds)
+    trace_truncated: bool = False  # whether the adapter had to cut it
     hit_count: int = 0  # hits py-rag sent, dropped ones included
     dropped_invalid: int = 0
 

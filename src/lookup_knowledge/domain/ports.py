@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 from lookup_knowledge.domain.guard import GuardOutcome
 from lookup_knowledge.domain.ledger import LedgerEntry
 from lookup_knowledge.domain.models import SearchOutcome
@@ -81,18 +81,17 @@ class LedgerPort(Protocol):
 
 
 class AuditPort(Protocol):
-    """The audit trail (docs/audit.md): never blocks the event loop, never fails a lookup."""
+    """The audit trail (docs/audit.md): never fails a lookup, never loses an answered row."""
 
     def submit(self, record: AuditRecord) -> None:
-        """Queue one row; returns at once."""
+        """Make the row durable locally (the spool), then return; never raises.
+
+        Called before the answer leaves, so a process killed after answering keeps the row.
+        """
         ...
 
-    def spool_depth(self) -> int:
-        """Rows waiting on local disk for the database to come back."""
-        ...
-
-    async def ping(self) -> None:
-        """SELECT 1 against the database; raises on failure (for /readyz)."""
+    async def status(self) -> AuditStatus:
+        """The trail's state for /readyz and /metrics; never waits on the database itself."""
         ...
 
 

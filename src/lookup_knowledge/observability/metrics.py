@@ -18,7 +18,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 from lookup_knowledge.domain.guard import GuardOutcome
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -113,12 +113,41 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        # The audit trail (docs/audit.md#readiness-and-metrics), set from its state at scrape.
         self.audit_spool_depth = Gauge(
             "lk_audit_spool_depth",
-            "Audit rows waiting in the local spool",
+            "Audit rows in the local spool not yet in the database",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.audit_oldest_age = Gauge(
+            "lk_audit_oldest_unwritten_age_seconds",
+            "Age of the oldest audit row not yet in the database (0 when none waits)",
             registry=r,
             multiprocess_mode="livemax",
         )
+        self.audit_quarantine = Gauge(
+            "lk_audit_quarantine_rows",
+            "Audit rows the database refused, kept in the quarantine",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.audit_writer_stuck = Gauge(
+            "lk_audit_writer_stuck",
+            "1 when audit rows wait and none was written for AUDIT_WRITER_STUCK_S",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.audit_rows_written = Counter(
+            "lk_audit_rows_written", "Audit rows written to the database", registry=r
+        )
+        self.audit_commits = Counter(
+            "lk_audit_commits", "Audit database commits (rows per commit: their ratio)", registry=r
+        )
+        self.audit_rows_quarantined = Counter(
+            "lk_audit_rows_quarantined", "Audit rows set aside in the quarantine", registry=r
+        )
+        self._audit_totals = (0, 0, 0)
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.http_requests.labels(method, route, str(status)).inc()
@@ -148,9 +177,23 @@ class Metrics:
         for found in outcome.violations:
             self.guard_violations.labels(found.code).inc()
 
-    def render(self, *, spool_depth: int) -> bytes:
+    def observe_audit(self, audit: AuditStatus) -> None:
+        """Gauges from the audit trail's state; counters advanced by what it did since."""
+        self.audit_spool_depth.set(audit.spool_depth)
+        self.audit_oldest_age.set(audit.oldest_unwritten_age_s or 0.0)
+        self.audit_quarantine.set(audit.quarantine_size)
+        self.audit_writer_stuck.set(1 if audit.writer_stuck else 0)
+        totals = (audit.rows_written, audit.commits, audit.rows_quarantined)
+        counters = (self.audit_rows_written, self.audit_commits, self.audit_rows_quarantined)
+        for counter, now, before in zip(counters, totals, self._audit_totals, strict=True):
+            if now > before:
+                counter.inc(now - before)
+        self._audit_totals = totals
+
+    def render(self, *, audit: AuditStatus | None = None) -> bytes:
         """The exposition text; aggregates all workers in multiprocess mode."""
-        self.audit_spool_depth.set(spool_depth)
+        if audit is not None:
+            self.observe_audit(audit)
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]

@@ -1,0 +1,16 @@
+"""The audit trail: one `tool_invocation` row per call, none lost (docs/audit.md).
+
+    row.py         the row builder (pure): what a call leaves, text made valid Unicode
+    lines.py       a row as one ASCII JSON line (the spool's and the quarantine's format)
+    spool.py       the local outbox every row passes through before its answer leaves
+    segments.py    the spool's files: create, claim, read, acknowledge
+    writer.py      the AuditPort: spool in, batches to the database, quarantine aside
+    sql.py         the SQL store: engine, inserts, reads, what a failure means
+    schema.py      the table, its in-place upgrade and its compatibility check
+    quarantine.py  rows the database refused, kept for an operator
+    check.py       the start-up check of AUDIT_DATABASE_URL
+    cli.py         `lookup-knowledge audit show | quarantine`
+
+Only `row.py` is imported by the service; the rest is reached through `domain.ports.AuditPort`.
+Nothing is imported here, so importing the row builder pulls in no database driver.
+"""
