@@ -103,6 +103,10 @@ async def open_resources(
         timeout_s=settings.pyrag_timeout_s,
         top_k=settings.pyrag_top_k,
         mode=settings.pyrag_mode,
+        max_body_bytes=settings.pyrag_max_body_bytes,
+        # The trace is kept for the audit only; it sits one level inside retrieval_details.
+        trace_max_depth=settings.audit_details_max_depth - 1,
+        trace_max_bytes=settings.audit_details_max_bytes // 2,
     )
     ledger_port = ledger or await open_ledger(settings, stack)
     audit_port = audit or await open_audit(settings, stack)

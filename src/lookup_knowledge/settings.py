@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     pyrag_top_k: int = Field(20, ge=1, le=200)
     pyrag_mode: str = Field("hybrid", min_length=1, max_length=32)
     pyrag_docs_dir: Path | None = None
+    pyrag_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # larger bodies: 502
 
     # ledger (docs/configuration.md#ledger)
     redis_url: SecretStr | None = None

@@ -205,3 +205,83 @@ async def test_a_py_rag_slower_than_the_timeout_is_cut_off(client: PyragClient) 
         mock.post(SEARCH).mock(side_effect=slow)
         with pytest.raises(UpstreamTimeout):
             await client.search("q", filters=None)
+
+
+# --- untrusted size (docs/audit.md#bounds) ---
+
+
+class CountingStream(httpx.AsyncByteStream):
+    """A py-rag body of `total` bytes in 64 KiB chunks that counts what was read of it."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.sent = 0
+
+    async def __aiter__(self):  # type: ignore[no-untyped-def,override]
+        chunk = b" " * 65536
+        while self.sent < self.total:
+            self.sent += len(chunk)
+            yield chunk
+
+
+async def test_a_body_over_the_cap_is_an_upstream_error_and_nothing_past_the_cap_is_read() -> None:
+    body = CountingStream(20 * 1024 * 1024)
+    async with httpx.AsyncClient(base_url=BASE) as http:
+        capped = PyragClient(http, timeout_s=5, top_k=20, mode="hybrid", max_body_bytes=1_000_000)
+        with respx.mock() as mock:
+            mock.post(SEARCH).mock(return_value=httpx.Response(200, stream=body))
+            with pytest.raises(UpstreamError) as raised:
+                await capped.search("q", filters=None)
+    assert (raised.value.status_code, raised.value.kind) == (502, "too_large")
+    assert "1000000 bytes" in raised.value.message
+    assert body.sent <= 1_000_000 + 65536
+
+
+async def test_a_declared_length_over_the_cap_is_refused_before_reading() -> None:
+    body = CountingStream(10)
+    async with httpx.AsyncClient(base_url=BASE) as http:
+        capped = PyragClient(http, timeout_s=5, top_k=20, mode="hybrid", max_body_bytes=1024)
+        with respx.mock() as mock:
+            response = httpx.Response(200, stream=body, headers={"content-length": "20000000"})
+            mock.post(SEARCH).mock(return_value=response)
+            with pytest.raises(UpstreamError, match="over 1024 bytes"):
+                await capped.search("q", filters=None)
+    assert body.sent == 0
+
+
+async def test_a_trace_nested_40_deep_is_kept_to_the_bound_and_marked(client: PyragClient) -> None:
+    trace: dict[str, Any] = {"leaf": 1}
+    for _ in range(39):
+        trace = {"down": trace}
+
+    outcome, _ = await search(client, pyrag_body([raw_hit("a#chunk-0")], retrieval_trace=trace))
+
+    kept, depth = outcome.retrieval_trace, 0
+    while isinstance(kept, dict):
+        kept, depth = kept.get("down"), depth + 1
+    assert depth == 15 and kept == "…"
+    assert outcome.trace_truncated is True
+    assert [h.evidence_key for h in outcome.hits] == ["a#chunk-0"]
+
+
+async def test_a_trace_of_3_mb_is_cut_to_the_size_bound_and_the_hits_survive() -> None:
+    trace = {"mode": "hybrid", "debug": "d" * 3_000_000}
+    async with httpx.AsyncClient(base_url=BASE) as http:
+        bounded = PyragClient(http, timeout_s=5, top_k=20, mode="hybrid", trace_max_bytes=32768)
+        outcome, _ = await search(
+            bounded, pyrag_body([raw_hit("a#chunk-0")], retrieval_trace=trace)
+        )
+
+    assert outcome.trace_truncated is True
+    assert outcome.retrieval_trace is not None and outcome.retrieval_trace["mode"] == "hybrid"
+    assert len(json.dumps(outcome.retrieval_trace)) <= 32768 * 1.1
+    assert len(outcome.hits) == 1
+
+
+async def test_an_ordinary_trace_is_kept_as_is(client: PyragClient) -> None:
+    body = pyrag_body([raw_hit("a#chunk-0")])
+
+    outcome, _ = await search(client, body)
+
+    assert outcome.retrieval_trace == body["retrieval_trace"]
+    assert outcome.trace_truncated is False

@@ -2,6 +2,8 @@
 
 py-rag's raw JSON stays inside this module; the pipeline only ever sees KnowledgeSearchHit.
 Bad hits never crash a call: they are dropped and counted, and bad scores count as 0.
+Untrusted size is bounded here: the body is read up to `max_body_bytes` and no further, and the
+`retrieval_trace` kept for the audit is cut to a depth and size (docs/audit.md#bounds).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from lookup_knowledge.domain.errors import UpstreamError, UpstreamTimeout
+from lookup_knowledge.domain.jsonsafe import bound_json
 from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, SearchOutcome
 
 SEARCH_PATH = "/api/v1/search"
@@ -23,6 +26,9 @@ HEALTH_PATH = "/api/v1/health"
 CATEGORIES_PATH = "/api/v1/categories"
 SCORE_LABEL = "rerank"
 _CHUNK_SUFFIX = re.compile(r"#chunk-(\d+)$")
+MAX_BODY_BYTES = 4 * 1024 * 1024
+TRACE_MAX_DEPTH = 15
+TRACE_MAX_BYTES = 32 * 1024
 
 
 class _RawSearchResponse(BaseModel):
@@ -39,12 +45,22 @@ class PyragClient:
     """One pooled httpx client per process; one attempt per lookup, bounded by the timeout."""
 
     def __init__(
-        self, client: httpx.AsyncClient, *, timeout_s: float, top_k: int, mode: str
+        self,
+        client: httpx.AsyncClient,
+        *,
+        timeout_s: float,
+        top_k: int,
+        mode: str,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        trace_max_depth: int = TRACE_MAX_DEPTH,
+        trace_max_bytes: int = TRACE_MAX_BYTES,
     ) -> None:
         self._client = client
         self._timeout_s = timeout_s
         self._top_k = top_k
         self._mode = mode
+        self._max_body_bytes = max_body_bytes
+        self._trace_bounds = {"max_depth": trace_max_depth, "max_bytes": trace_max_bytes}
 
     async def search(self, query: str, *, filters: Mapping[str, str] | None) -> SearchOutcome:
         payload: dict[str, Any] = {"query": query, "top_k": self._top_k, "mode": self._mode}
@@ -64,7 +80,7 @@ class PyragClient:
                 "py-rag answered a body that is not a search response (JSON with a hits list)",
                 kind="bad_body",
             ) from exc
-        return to_outcome(raw)
+        return to_outcome(raw, **self._trace_bounds)
 
     async def ping(self) -> None:
         """Reachability for /readyz: any answer below 500 on the health path counts (a py-rag
@@ -95,28 +111,62 @@ class PyragClient:
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            async with asyncio.timeout(self._timeout_s):
-                return await self._client.request(method, path, **kwargs)
+            async with (
+                asyncio.timeout(self._timeout_s),
+                self._client.stream(method, path, **kwargs) as response,
+            ):
+                content = await read_capped(response, self._max_body_bytes)
+                return httpx.Response(response.status_code, content=content)
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise UpstreamTimeout(f"py-rag did not answer within {self._timeout_s:g} s") from exc
         except httpx.HTTPError as exc:
             raise UpstreamError(f"py-rag is unreachable: {exc!r}", kind="unreachable") from exc
 
 
-def to_outcome(raw: _RawSearchResponse) -> SearchOutcome:
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The body, or UpstreamError once it passes `limit` bytes; nothing past that is read."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> UpstreamError:
+    return UpstreamError(
+        f"py-rag answered a body over {limit} bytes (PYRAG_MAX_BODY_BYTES)",
+        kind="too_large",
+        details={"max_bytes": limit},
+    )
+
+
+def to_outcome(
+    raw: _RawSearchResponse,
+    *,
+    max_depth: int = TRACE_MAX_DEPTH,
+    max_bytes: int = TRACE_MAX_BYTES,
+) -> SearchOutcome:
     hits: list[KnowledgeSearchHit] = []
     for position, item in enumerate(raw.hits, start=1):
         hit = to_hit(item, rank=position)
         if hit is not None:
             hits.append(hit)
     status = raw.evidence_status if isinstance(raw.evidence_status, str) else "unknown"
-    trace: JsonObject | None = (
-        raw.retrieval_trace if isinstance(raw.retrieval_trace, dict) else None
-    )
+    trace: JsonObject | None = None
+    cut = False
+    if isinstance(raw.retrieval_trace, dict):
+        trace, cut = bound_json(raw.retrieval_trace, max_depth=max_depth, max_bytes=max_bytes)
     return SearchOutcome(
         hits=tuple(hits),
         upstream_status=status,
         retrieval_trace=trace,
+        trace_truncated=cut,
         hit_count=len(raw.hits),
         dropped_invalid=len(raw.hits) - len(hits),
     )
