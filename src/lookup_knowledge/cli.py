@@ -31,6 +31,27 @@ def _settings_or_exit(*, bind: bool, **overrides: object) -> Settings:
     return settings
 
 
+def _check_audit_database(settings: Settings) -> None:
+    """A wrong audit database stops the start like any bad setting; an unreachable one is an
+    outage: reported, not fatal (docs/audit.md#misconfiguration)."""
+    from lookup_knowledge.audit.check import check_audit_database
+
+    try:
+        outage = check_audit_database(
+            settings.audit_database_url.get_secret_value(), timeout_s=settings.audit_db_timeout_s
+        )
+    except preflight.ConfigurationError as exc:
+        print(str(exc), file=sys.stderr)
+        raise SystemExit(preflight.EXIT_CONFIGURATION) from None
+    if outage is not None:
+        log.warning(
+            "audit database unreachable at start (%s): serving, not ready until it is reached; "
+            "rows wait in %s",
+            outage,
+            settings.audit_spool_dir,
+        )
+
+
 def _flags_to_environment(args: argparse.Namespace, names: Sequence[str]) -> None:
     """Flags win over the environment by becoming it, so every worker process agrees."""
     for name in names:
@@ -48,6 +69,7 @@ def serve(args: argparse.Namespace) -> int:
     _flags_to_environment(args, ("host", "port", "workers"))
     settings = _settings_or_exit(bind=True)
     configure_logging(settings.log_level, settings.log_format)
+    _check_audit_database(settings)
     log_banner(settings)
     if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Several processes: metrics are aggregated through prometheus-client's files.
