@@ -117,6 +117,7 @@ async def open_resources(
         limits=settings.pipeline_limits,
         projection_limits=settings.projection_limits,
         observer=LookupTelemetry(metrics),
+        max_query_chars=settings.max_query_chars,
     )
     return Resources(
         settings=settings,

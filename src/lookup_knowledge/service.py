@@ -8,12 +8,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from lookup_knowledge.audit.row import AuditDraft
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.errors import (
     Conflict,
+    InvalidRequest,
     LedgerUnavailable,
     LookupKnowledgeError,
     UpstreamError,
@@ -52,6 +54,7 @@ class LookupService:
         limits: PipelineLimits,
         projection_limits: ProjectionLimits,
         observer: LookupObserver | None = None,
+        max_query_chars: int = 4000,
     ) -> None:
         self._search = search
         self._ledger = ledger
@@ -59,18 +62,25 @@ class LookupService:
         self._limits = limits
         self._projection_limits = projection_limits
         self._observer = observer
+        self._max_query_chars = max_query_chars
 
     async def lookup(self, command: LookupCommand) -> LookupAnswer:
         """Answer one tool call; every outcome leaves exactly one audit row."""
+        query = command.query.strip()
         draft = AuditDraft(
             run_id=command.run_id,
             tool_call_id=command.tool_call_id,
-            query=command.query,
+            query=query,
             step_id=command.step_id,
         )
         error_kind: str | None = None
         try:
-            return await self._lookup(command, draft)
+            if not query or len(query) > self._max_query_chars:
+                raise InvalidRequest(
+                    f"query must be 1..{self._max_query_chars} characters after trimming",
+                    details={"length": len(query)},
+                )
+            return await self._lookup(replace(command, query=query), draft)
         except LookupKnowledgeError as exc:
             draft.failed(exc.code, exc.message)
             error_kind = exc.kind if isinstance(exc, UpstreamError) else None
@@ -177,8 +187,17 @@ class LookupService:
                 "ledger FAILED mark not written for %s/%s", command.run_id, command.tool_call_id
             )
 
+    def refused(self, body: object, *, message: str, problems: list[dict[str, Any]]) -> None:
+        """A call refused before it ran (its body broke the schema) still leaves its row."""
+        draft = AuditDraft.refused(body)
+        draft.failed("INVALID_REQUEST", message, problems=problems)
+        self._finish(draft, None)
+
     def _finish(self, draft: AuditDraft, error_kind: str | None) -> None:
-        """Queue the audit row and tell the observer; neither may fail the lookup."""
+        """Make the audit row durable, then tell the observer; neither may fail the lookup.
+
+        This runs before the answer is sent: an answered call's row is already in the spool.
+        """
         record = draft.finish()
         try:
             with draft.stage("audit"):

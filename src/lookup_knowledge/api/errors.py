@@ -47,7 +47,7 @@ async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
     return envelope(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = [
         {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
@@ -55,7 +55,24 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     ]
     if any(p["type"] == "json_invalid" for p in problems):
         return envelope(400, "INVALID_REQUEST", "the request body is not valid JSON", problems)
-    return envelope(422, "INVALID_REQUEST", "the request does not match the schema", problems)
+    message = "the request does not match the schema"
+    _audit_refused_lookup(request, exc.body, message, problems)
+    return envelope(422, "INVALID_REQUEST", message, problems)
+
+
+def _audit_refused_lookup(
+    request: Request, body: Any, message: str, problems: list[dict[str, Any]]
+) -> None:
+    """A lookup refused at the edge still leaves its audit row (docs/audit.md); a body that is
+    not a JSON object names no call, so it leaves none."""
+    route = request.scope.get("route")
+    resources = getattr(request.app.state, "resources", None)
+    if (
+        getattr(route, "path", None) == "/lookup_knowledge"
+        and isinstance(body, dict)
+        and resources is not None
+    ):
+        resources.service.refused(body, message=message, problems=problems)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from lookup_knowledge.api.deps import ServiceDep, SettingsDep
+from lookup_knowledge.api.deps import ServiceDep
 from lookup_knowledge.api.schemas import LookupRequest
 from lookup_knowledge.domain.contract import RagToolResult
-from lookup_knowledge.domain.errors import InvalidRequest
 from lookup_knowledge.service import LookupCommand
 
 router = APIRouter()
@@ -24,21 +23,13 @@ router = APIRouter()
         504: {"description": "py-rag slower than PYRAG_TIMEOUT_S"},
     },
 )
-async def lookup_knowledge(
-    request: LookupRequest, service: ServiceDep, settings: SettingsDep
-) -> Response:
+async def lookup_knowledge(request: LookupRequest, service: ServiceDep) -> Response:
     """Look up governed evidence for an agent's query."""
-    query = request.query.strip()
-    if not query or len(query) > settings.max_query_chars:
-        raise InvalidRequest(
-            f"query must be 1..{settings.max_query_chars} characters after trimming",
-            details={"length": len(query)},
-        )
     answer = await service.lookup(
         LookupCommand(
             run_id=request.run_id,
             tool_call_id=request.tool_call_id,
-            query=query,
+            query=request.query,
             step_id=request.step_id,
             filters=request.filters,
         )
