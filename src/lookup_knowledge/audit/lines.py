@@ -1,7 +1,7 @@
-"""One audit row as one line of the spool and the quarantine: ASCII JSON, newline-terminated.
+"""One audit row as one line of the spool and the quarantine: JSON, newline-terminated.
 
-ASCII (`\\uXXXX` escapes) so that any text encodes, a lone surrogate included: writing a row to
-the spool never fails for what it holds.
+UTF-8 JSON from orjson; a row orjson refuses (a lone surrogate) is written as ASCII JSON with
+`\\uXXXX` escapes instead, so writing a row to the spool never fails for what it holds.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import json
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from lookup_knowledge.domain.audit import AuditRecord
 
@@ -28,6 +30,10 @@ def record_dict(record: AuditRecord) -> dict[str, Any]:
 def encode_record(record: AuditRecord) -> bytes:
     """The record's line. Details that will not encode (a cycle) are replaced, never lost."""
     data = record_dict(record)
+    try:  # the hot path: one line per lookup, before its answer
+        return orjson.dumps(data, default=str) + b"\n"
+    except TypeError:  # a lone surrogate, a key that is not text, nesting past orjson's limit
+        pass
     try:
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError) as exc:

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, make_url, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import (
@@ -153,14 +153,29 @@ def create_audit_engine(
     serializer = functools.partial(
         dumps_details, max_depth=details_max_depth, max_bytes=details_max_bytes
     )
-    return create_engine(
+    engine = create_engine(
         url,
-        pool_pre_ping=True,
+        # No ping before each batch: the writer pings idle connections itself and retries a
+        # batch that met a dead one (audit/writer.py).
+        pool_pre_ping=False,
         json_serializer=serializer,
         json_deserializer=json.loads,
         connect_args=connect_args,
         **options,
     )
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_write_ahead_log)
+    return engine
+
+
+def _sqlite_write_ahead_log(dbapi_connection: Any, _: Any) -> None:
+    """WAL: one flush to disk per commit instead of several; readers never block the writer."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")  # a committed batch survives a power loss
+    finally:
+        cursor.close()
 
 
 def ping(engine: Engine) -> None:
@@ -243,20 +258,26 @@ def record_to_row(record: AuditRecord) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _insert_skipping_known(dialect: str) -> Any:
+    """The insert for a dialect, built once (building it costs more than running it)."""
+    if dialect in {"mysql", "mariadb"}:
+        upsert = mysql.insert(tool_invocation)
+        # A no-op update on a duplicate id: unlike INSERT IGNORE it hides no other error.
+        return upsert.on_duplicate_key_update(invocation_id=upsert.inserted.invocation_id)
+    if dialect == "sqlite":
+        return sqlite.insert(tool_invocation).on_conflict_do_nothing(
+            index_elements=[tool_invocation.c.invocation_id]
+        )
+    return None
+
+
 def insert_rows(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Insert rows, skipping any whose `invocation_id` is already stored (one statement)."""
     if not rows:
         return
-    name = conn.dialect.name
-    if name in {"mysql", "mariadb"}:
-        upsert = mysql.insert(tool_invocation)
-        # A no-op update on a duplicate id: unlike INSERT IGNORE it hides no other error.
-        stmt: Any = upsert.on_duplicate_key_update(invocation_id=upsert.inserted.invocation_id)
-        conn.execute(stmt, list(rows))
-    elif name == "sqlite":
-        stmt = sqlite.insert(tool_invocation).on_conflict_do_nothing(
-            index_elements=[tool_invocation.c.invocation_id]
-        )
+    stmt = _insert_skipping_known(conn.dialect.name)
+    if stmt is not None:
         conn.execute(stmt, list(rows))
     else:
         wanted = [r["invocation_id"] for r in rows]

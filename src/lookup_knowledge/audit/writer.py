@@ -29,7 +29,7 @@ from lookup_knowledge.domain.audit import AuditHealth, AuditRecord, AuditStatus
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 500
-BATCH_WAIT_S = 0.05  # a batch fills for at most this long: fewer commits, rows already durable
+BATCH_WAIT_S = 0.1  # a batch fills for at most this long: fewer commits; rows are durable
 ROW_ATTEMPTS = 3  # a row that loses the connection while pings succeed: then quarantined
 SLOW_CALL_S = 2.0  # a database call running longer makes the audit "degraded"
 STOP_STALL_S = 2.0  # at close, stop waiting after this long without progress
@@ -281,16 +281,22 @@ class AuditWriter:
         if not batch.records:  # only undecodable lines, kept aside by the spool
             self._spool.ack(batch)
             return
-        try:
-            self._call(sql.insert_records, self._engine, batch.records)
-        except Exception as exc:
-            kind = sql.classify(exc)
-            if kind is Failure.ROW or (kind is Failure.UNAVAILABLE and self._reachable()):
-                self._write_one_by_one(batch, exc)
-            else:
-                self._failed(exc)
+        for attempt in (1, 2):
+            try:
+                self._call(sql.insert_records, self._engine, batch.records)
+            except Exception as exc:
+                kind = sql.classify(exc)
+                if kind is Failure.UNAVAILABLE and self._reachable():
+                    if attempt == 1:
+                        continue  # a pooled connection the database had dropped: once more
+                    self._write_one_by_one(batch, exc)  # one row may be what breaks it
+                elif kind is Failure.ROW:
+                    self._write_one_by_one(batch, exc)
+                else:
+                    self._failed(exc)
+                return
+            self._stored(batch, len(batch.records))
             return
-        self._stored(batch, len(batch.records))
 
     def _write_one_by_one(self, batch: Batch, batch_error: BaseException) -> None:
         """One bad row never takes the others with it: find it, keep it aside, write the rest."""

@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 CUT = "…"  # stands for whatever was cut at that place
 # Bytes reserved when cutting a string, so the cut string and what follows still fit.
 _STRING_RESERVE = 16
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def find_lone_surrogate(text: str) -> int | None:
@@ -38,15 +41,22 @@ def escape_surrogates(text: str) -> str:
 
 def json_depth_within(value: Any, max_depth: int) -> bool:
     """Whether `value` nests at most `max_depth` containers (a flat object is depth 1)."""
-    if isinstance(value, Mapping):
-        children: Any = value.values()
-    elif isinstance(value, list | tuple):
-        children = value
-    else:
+    if not isinstance(value, Mapping | list | tuple):
         return True
     if max_depth < 1:
         return False
-    return all(json_depth_within(child, max_depth - 1) for child in children)
+    stack = [(value, 1)]  # containers only: scalars cost one type check each
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, Mapping) else node:
+            kind = type(child)
+            if kind in _SCALARS:
+                continue
+            if kind is dict or kind is list or isinstance(child, Mapping | list | tuple):
+                if depth >= max_depth:
+                    return False
+                stack.append((child, depth + 1))
+    return True
 
 
 def bound_json(value: Any, *, max_depth: int, max_bytes: int) -> tuple[Any, bool]:
@@ -67,14 +77,13 @@ def dumps_bounded(value: Any, *, max_depth: int, max_bytes: int) -> tuple[str, b
     """Compact JSON text of `value` within both bounds (exactly, in UTF-8 bytes), and whether
     anything was cut. Valid values within the bounds are encoded as they are (the fast path)."""
     if json_depth_within(value, max_depth):
-        try:
-            text = _dumps(value)
-        except (TypeError, ValueError):
+        try:  # orjson refuses lone surrogates and unknown types; non-finite numbers become null
+            encoded = orjson.dumps(value)
+        except TypeError:
             pass
         else:
-            size = _utf8_len_or_none(text)
-            if size is not None and size <= max_bytes:
-                return text, False
+            if len(encoded) <= max_bytes:
+                return encoded.decode("utf-8"), False
     target = max_bytes
     for attempt in range(4):
         copy, cut = bound_json(value, max_depth=max_depth, max_bytes=target)
@@ -88,15 +97,6 @@ def dumps_bounded(value: Any, *, max_depth: int, max_bytes: int) -> tuple[str, b
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _utf8_len_or_none(text: str) -> int | None:
-    if text.isascii():
-        return len(text)
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return None
 
 
 def _text_cost(text: str) -> int:
