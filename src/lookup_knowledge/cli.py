@@ -69,8 +69,8 @@ def serve(args: argparse.Namespace) -> int:
     _flags_to_environment(args, ("host", "port", "workers"))
     settings = _settings_or_exit(bind=True)
     configure_logging(settings.log_level, settings.log_format)
-    _check_audit_database(settings)
     log_banner(settings)
+    _check_audit_database(settings)
     if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Several processes: metrics are aggregated through prometheus-client's files.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lk-metrics-")

@@ -109,9 +109,14 @@ def mysql_error_code(exc: BaseException) -> int | None:
 
 
 def brief(exc: BaseException) -> str:
-    """The driver's message, without the SQL and parameters SQLAlchemy appends."""
+    """The driver's message, without the SQL and parameters SQLAlchemy appends: "Unknown
+    database 'x' (error 1049)" rather than the driver's tuple."""
     cause: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
-    message = str(cause).strip()
+    args = getattr(cause, "args", ())
+    if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        message = f"{args[1]} (error {args[0]})"
+    else:
+        message = str(cause).strip()
     return (message.splitlines()[0] if message else type(cause).__name__)[:300]
 
 
