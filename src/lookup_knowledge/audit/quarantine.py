@@ -7,7 +7,6 @@ once per `invocation_id` (a segment replayed after a crash does not add a row tw
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup_knowledge.audit.lines import record_dict
+from lookup_knowledge.audit.segments import append_file
 from lookup_knowledge.domain.audit import AuditRecord
 
 QUARANTINE_FILE = "quarantine.jsonl"
@@ -43,12 +43,7 @@ class Quarantine:
             if record.invocation_id in self._ids:
                 return False
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                os.write(fd, line.encode("ascii"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            append_file(self.path, line.encode("ascii"))
             self._ids.add(record.invocation_id)
         return True
 

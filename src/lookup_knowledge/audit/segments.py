@@ -1,8 +1,12 @@
 """Spool segment files: creating, claiming, reading and acknowledging them (see spool.py).
 
-A segment is `segment-<time_ns>-<pid>-<random>.jsonl`, one row a line, held under an exclusive
-`flock` by the one process that appends to it or drains it. `<segment>.ack` says how far it is
-acknowledged: `offset rows`, rewritten in place after each batch.
+A segment is `segment-<time_ns>-<pid>-<random>.jsonl`, one row a line (audit/lines.py), held
+under an exclusive `flock` by the one process that appends to it or drains it, so no process
+touches a segment still in use; a segment whose process died is anyone's to adopt. It is
+deleted once all its rows are acknowledged and a fresh one has replaced it. `<segment>.ack` says
+how far it is acknowledged (`offset rows`, rewritten in place after each batch), so a process
+that adopts it starts there; were that file stale, rows would be offered twice and skipped by
+the database (unique ids).
 """
 
 from __future__ import annotations

@@ -4,16 +4,9 @@
 killed process keeps it (the kernel has it); a syncer thread `fdatasync`s within
 `fsync_interval_s` (group commit). The writer takes rows back in append order with `take` —
 from memory while it keeps up, from the file when it fell behind — and `ack`s them once the
-database (or the quarantine) has them.
-
-Layout: `segment-<time_ns>-<pid>-<random>.jsonl`, one row a line, ASCII JSON (any text encodes).
-A process holds an exclusive `flock` on every segment it appends to or drains, so no other
-process touches a segment that is still in use; a segment whose process died is adopted by the
-next one to look (`adopt_orphans`) and written first. A segment is deleted once all its rows are
-acknowledged and a fresh one has replaced it. How far a segment is acknowledged is kept next
-to it (`<segment>.ack`, rewritten after each batch), so a process that adopts it starts there;
-were that file stale, rows would be offered twice and skipped by the database (unique ids).
-Undecodable lines (a line torn by a crash) go to `corrupt.jsonl`.
+database (or the quarantine) has them. Segments a stopped process left behind are adopted
+(`adopt_orphans`) and drained first; undecodable lines (torn by a crash) go to `corrupt.jsonl`.
+The files themselves are described in segments.py.
 """
 
 from __future__ import annotations

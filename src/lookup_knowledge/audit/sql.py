@@ -112,7 +112,7 @@ def brief(exc: BaseException) -> str:
     """The driver's message, without the SQL and parameters SQLAlchemy appends: "Unknown
     database 'x' (error 1049)" rather than the driver's tuple."""
     cause: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc
-    args = getattr(cause, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(cause, "args", ()))
     if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
         message = f"{args[1]} (error {args[0]})"
     else:

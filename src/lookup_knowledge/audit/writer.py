@@ -16,22 +16,23 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Engine
 
 from lookup_knowledge.audit import schema, sql
+from lookup_knowledge.audit.health import SLOW_CALL_S, DatabaseHealth
 from lookup_knowledge.audit.quarantine import Quarantine
 from lookup_knowledge.audit.spool import Batch, Spool
 from lookup_knowledge.audit.sql import Failure
-from lookup_knowledge.domain.audit import AuditHealth, AuditRecord, AuditStatus
+from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 500
 BATCH_WAIT_S = 0.1  # a batch fills for at most this long: fewer commits; rows are durable
 ROW_ATTEMPTS = 3  # a row that loses the connection while pings succeed: then quarantined
-SLOW_CALL_S = 2.0  # a database call running longer makes the audit "degraded"
 STOP_STALL_S = 2.0  # at close, stop waiting after this long without progress
 
 
@@ -57,9 +58,6 @@ class AuditWriter:
         self._quarantine = quarantine
         self._batch_rows = batch_rows
         self._batch_wait_s = batch_wait_s
-        self._retry_initial_s = retry_initial_s
-        self._retry_max_s = retry_max_s
-        self._stuck_after_s = stuck_after_s
         self._idle_ping_s = idle_ping_s
         self._orphan_check_s = orphan_check_s
         self._held: deque[AuditRecord] = deque()  # rows the spool could not take
@@ -68,17 +66,9 @@ class AuditWriter:
         self._stopping = threading.Event()
         self._first_attempt = threading.Event()
         self._thread: threading.Thread | None = None
-        # Written by the writer thread, read by `status`:
-        self._state = "connecting"  # connecting | up | unavailable | misconfigured
-        self._error: str | None = None
-        self._reached = False
-        self._call_started: float | None = None
-        self._last_progress = time.monotonic()
-        self._rows_written = 0
-        self._commits = 0
-        self._rows_quarantined = 0
-        self._retry_delay_s = retry_initial_s
-        self._next_retry = 0.0
+        self._health = DatabaseHealth(
+            retry_initial_s=retry_initial_s, retry_max_s=retry_max_s, stuck_after_s=stuck_after_s
+        )
 
     @classmethod
     def open(
@@ -139,39 +129,12 @@ class AuditWriter:
         return self.snapshot()
 
     def snapshot(self) -> AuditStatus:
-        now = time.monotonic()
-        depth = self.depth()
-        oldest = self._spool.oldest_age()
-        stuck = bool(depth) and min(now - self._last_progress, oldest or 0.0) > self._stuck_after_s
-        call = self._call_started
-        slow = call is not None and now - call > SLOW_CALL_S
-        error = self._error
-        status: AuditHealth
-        if self._spool.error is not None:
-            status, error = "down", f"spool not writable: {self._spool.error}"
-        elif self._state == "misconfigured":
-            status, error = "down", f"misconfigured: {error}"
-        elif not self._reached:
-            status, error = "down", f"not reached since start: {error or 'connecting'}"
-        elif self._state != "up" or stuck or slow:
-            status = "degraded"
-            if self._state == "up" and slow:
-                error = f"a database call has run for {now - call:.1f} s"  # type: ignore[operator]
-            elif self._state == "up":
-                error = f"no row written for {now - self._last_progress:.1f} s while {depth} wait"
-        else:
-            status, error = "up", None
-        return AuditStatus(
-            status=status,
+        return self._health.status(
             backend=self._engine.dialect.name,
-            error=error,
-            spool_depth=depth,
-            oldest_unwritten_age_s=None if oldest is None else round(oldest, 3),
+            depth=self.depth(),
+            oldest_age_s=self._spool.oldest_age(),
             quarantine_size=self._quarantine.size(),
-            writer_stuck=stuck,
-            rows_written=self._rows_written,
-            commits=self._commits,
-            rows_quarantined=self._rows_quarantined,
+            spool_error=self._spool.error,
         )
 
     # --- lifecycle ---
@@ -202,8 +165,8 @@ class AuditWriter:
         self._spool.interrupt()
         began = time.monotonic()
         while thread is not None and thread.is_alive() and time.monotonic() < began + timeout:
-            stalled = time.monotonic() - max(self._last_progress, began) > STOP_STALL_S
-            if self._call_started and stalled:
+            stalled = time.monotonic() - max(self._health.last_progress, began) > STOP_STALL_S
+            if self._health.call_started and stalled:
                 break  # blocked in a hung database: the rows are on disk already
             thread.join(0.05)
         alive = thread is not None and thread.is_alive()
@@ -230,12 +193,12 @@ class AuditWriter:
         last_contact = time.monotonic()
         while True:
             try:
-                if self._stopping.is_set() and (self._state != "up" or not self.depth()):
+                if self._stopping.is_set() and (not self._health.up or not self.depth()):
                     return
                 now = time.monotonic()
-                if self._state != "up":
-                    if now < self._next_retry:
-                        self._spool.wait(self._next_retry - now)
+                if not self._health.up:
+                    if now < self._health.next_retry:
+                        self._spool.wait(self._health.next_retry - now)
                         continue
                     self._connect()
                     last_contact = time.monotonic()
@@ -270,10 +233,8 @@ class AuditWriter:
         except Exception as exc:
             self._failed(exc)
         else:
-            if self._state != "connecting" or self._error:
+            if self._health.connected():
                 log.warning("audit database reachable again: writing %d waiting rows", self.depth())
-            self._state, self._error, self._reached = "up", None, True
-            self._retry_delay_s = self._retry_initial_s
         finally:
             self._first_attempt.set()
 
@@ -310,7 +271,7 @@ class AuditWriter:
                 self._spool.ack(batch, index)
                 return
         self._spool.ack(batch)
-        self._last_progress = time.monotonic()
+        self._health.progressed()
 
     def _write_row(self, record: AuditRecord) -> bool | None:
         """True: written. False: quarantined, as the database will not take it. None: the
@@ -327,8 +288,7 @@ class AuditWriter:
                     return None
                 error = exc  # lost the connection, yet the database answers: this row again
             else:
-                self._commits += 1
-                self._rows_written += 1
+                self._health.stored(1)
                 return True
         reason = f"{sql.brief(error)} ({ROW_ATTEMPTS} times, while the database answered pings)"
         return self._quarantine_row(record, reason)
@@ -343,7 +303,7 @@ class AuditWriter:
         )
         try:
             if self._quarantine.add(record, reason):
-                self._rows_quarantined += 1
+                self._health.rows_quarantined += 1
         except OSError as exc:
             self._failed(exc)
             return None
@@ -359,15 +319,11 @@ class AuditWriter:
             return
         for _ in records:
             self._held.popleft()
-        self._commits += 1
-        self._rows_written += len(records)
-        self._last_progress = time.monotonic()
+        self._health.stored(len(records))
 
     def _stored(self, batch: Batch, rows: int) -> None:
         self._spool.ack(batch)
-        self._commits += 1
-        self._rows_written += rows
-        self._last_progress = time.monotonic()
+        self._health.stored(rows)
 
     def _ping_idle(self) -> None:
         """While no rows come, still notice a database that went away (for /readyz)."""
@@ -383,28 +339,17 @@ class AuditWriter:
             return False
         return True
 
-    def _call(self, function: object, *args: object) -> None:
-        """Run one database call, recording since when it runs (for `writer_stuck`)."""
-        self._call_started = time.monotonic()
-        try:
-            function(*args)  # type: ignore[operator]
-        finally:
-            self._call_started = None
+    def _call(self, function: Callable[..., object], *args: object) -> None:
+        with self._health.call():
+            function(*args)
 
     def _failed(self, exc: BaseException) -> None:
         """The database is away or misconfigured: rows wait in the spool; retry with backoff."""
-        kind = sql.classify(exc)
-        state = "misconfigured" if kind is Failure.MISCONFIGURED else "unavailable"
-        message = sql.brief(exc)
-        if self._state != state or self._error != message:
+        if self._health.failed(exc):
             log.warning(
                 "audit database %s (%s): %d rows wait in %s",
-                state,
-                message,
+                self._health.state,
+                self._health.error,
                 self.depth(),
                 self._spool.directory,
             )
-        else:
-            self._retry_delay_s = min(self._retry_delay_s * 2, self._retry_max_s)
-        self._state, self._error = state, message
-        self._next_retry = time.monotonic() + self._retry_delay_s

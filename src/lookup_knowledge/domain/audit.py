@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -36,18 +36,6 @@ class AuditRecord:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     # Unique per submitted row: the audit writer inserts it at most once (spool replays, retries).
     invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (for the spool file); `from_dict` reads it back."""
-        data = asdict(self)
-        data["created_at"] = self.created_at.isoformat()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AuditRecord:
-        values = dict(data)
-        values["created_at"] = datetime.fromisoformat(values["created_at"])
-        return cls(**values)
 
 
 AuditHealth = Literal["up", "degraded", "down"]
