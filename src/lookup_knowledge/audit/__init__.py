@@ -5,6 +5,7 @@
     spool.py       the local outbox every row passes through before its answer leaves
     segments.py    the spool's files: create, claim, read, acknowledge
     writer.py      the AuditPort: spool in, batches to the database, quarantine aside
+    health.py      what the writer knows of its database, as /readyz shows it
     sql.py         the SQL store: engine, inserts, reads, what a failure means
     schema.py      the table, its in-place upgrade and its compatibility check
     quarantine.py  rows the database refused, kept for an operator
