@@ -31,7 +31,7 @@ from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 500
-BATCH_WAIT_S = 0.1  # a batch fills for at most this long: fewer commits; rows are durable
+BATCH_WAIT_S = 0.25  # a batch fills for at most this long: fewer commits; rows are durable
 ROW_ATTEMPTS = 3  # a row that loses the connection while pings succeed: then quarantined
 STOP_STALL_S = 2.0  # at close, stop waiting after this long without progress
 
@@ -144,11 +144,12 @@ class AuditWriter:
         return self._spool.depth() + len(self._held)
 
     def flush(self, timeout: float) -> bool:
-        """Wait until every submitted row is stored (for tests and benchmarks)."""
+        """Write now what waits, and wait until it is stored (for tests and benchmarks)."""
         deadline = time.monotonic() + timeout
         while self.depth():
             if time.monotonic() >= deadline:
                 return False
+            self._spool.interrupt()  # no waiting for a batch to fill
             time.sleep(0.01)
         return True
 
