@@ -215,6 +215,10 @@ def test_the_service_stopped_or_killed_in_any_database_state_loses_no_answered_r
             base, drill.calls(CALLS), at=CALLS // 2, then=lambda: base.process.send_signal(stop)
         )
         base.process.wait(timeout=60)
+    in_database = len(drill.rows())  # read past the proxy: what the stopped process wrote
+    print(f"\n{len(drill.tally.answered)} answered before the {stop.name}, {in_database} rows in")
+    if database != "up":  # then every answered row was in the spool only
+        assert in_database == 0
     drill.proxy.thaw()
     if database == "killed":
         drill.proxy.start()
