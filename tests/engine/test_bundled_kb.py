@@ -14,12 +14,6 @@ from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex
 from lookup_knowledge.engine.markdown import DEFAULT_MAX_CHUNK_CHARS, Document
 
-KNOWN_WEAK = pytest.mark.xfail(
-    strict=True,
-    reason="known weakness: on a 20-document corpus one shared word can put a runbook far "
-    "ahead of the rest and lift it to REFERENCE (docs/retrieval.md#known-limits)",
-)
-
 
 @pytest.fixture(scope="module")
 def documents() -> list[Document]:
@@ -74,12 +68,12 @@ async def test_an_exact_topic_query_is_precise_on_its_runbook(
     "query",
     [
         "qwzx plorf vindle",
-        pytest.param("how to bake sourdough bread", marks=KNOWN_WEAK),
+        "how to bake sourdough bread",
         "今天中午吃什么",
         "how do I write a cover letter",
         "git merge conflict resolution",
         "react 组件重复渲染",
-        pytest.param("etcd leader election lost", marks=KNOWN_WEAK),
+        "etcd leader election lost",
         "zzkx 呜哩哇啦 blorp",
     ],
 )
@@ -210,7 +204,7 @@ def test_a_long_incident_report_finds_its_runbook_with_a_score_in_range(
     "report",
     [
         pytest.param(_TERRAFORM_REPORT, id="terraform-en"),
-        pytest.param(_FRONTEND_REPORT, id="frontend-zh", marks=KNOWN_WEAK),
+        pytest.param(_FRONTEND_REPORT, id="frontend-zh"),
     ],
 )
 def test_a_long_report_about_something_else_has_no_evidence(

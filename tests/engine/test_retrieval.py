@@ -181,3 +181,72 @@ def test_a_chinese_word_no_document_knows_stays_unknown(index: KnowledgeIndex) -
 
     assert result.hits == ()
     assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+def test_one_rare_shared_word_does_not_make_an_answer(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "clock.md": "# Clock skew\n\n## Prevention\n\nBake NTP into the base image.\n",
+            "disk.md": "# Disk full\n\nFree space on the root volume.\n",
+            "cpu.md": "# High CPU\n\nFind the hot thread.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    result = index.search("how to bake sourdough bread", top_k=5)
+
+    assert result.hits == ()
+    assert result.no_evidence_basis is NoEvidenceBasis.ALL_BELOW_THRESHOLD
+
+
+def test_a_pasted_log_line_finds_the_runbook_of_its_message_not_one_quoting_a_log(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    sample = (
+        "level=warn ts=2021-01-04T15:08:55.613Z caller=scrape.go:1372 "
+        'component="scrape manager" msg="Error on ingesting samples"\n'
+    )
+    docs = write_docs(
+        {
+            "duplicates.md": "# Duplicate timestamps\n\nThe logs show lines such as:\n\n"
+            f"```\n{sample * 3}```\n",
+            "queue.md": "# Queue running full\n\nNotifications to Alertmanager are dropped.\n",
+            "disk.md": "# Disk full\n\nFree space on the root volume.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search(
+        "level=warn ts=2024-02-16T19:48:03.771Z caller=notifier.go:371 component=notifier "
+        'msg="Alert notification queue full, dropping alerts" num_dropped=200',
+        top_k=5,
+    ).hits
+
+    assert hits and hits[0].chunk.source == "queue.md"
+
+
+def test_a_query_term_in_the_heading_path_weighs_more_than_one_in_passing(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "sidecar.md": "# Config reloader sidecar errors\n\nThe reloader runs next to "
+            "Prometheus.\n",
+            "inject.md": "# Admission webhooks\n\nA sidecar may be injected by a webhook "
+            "and the reloader restarted.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    graded = index.grade("sidecar reloader errors")
+
+    assert not isinstance(graded, NoEvidenceBasis)
+    first = int(graded.order[0])
+    assert index.chunk(int(graded.candidates[first])).source == "sidecar.md"
+    qualities = {
+        index.chunk(int(c)).source: float(q)
+        for c, q in zip(graded.candidates, graded.quality, strict=True)
+    }
+    assert qualities["sidecar.md"] > qualities["inject.md"]

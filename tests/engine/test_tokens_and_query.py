@@ -177,3 +177,43 @@ def test_a_query_of_stopwords_and_noise_only_has_no_candidates() -> None:
 
 
 BUNDLED = KnowledgeIndex(load_documents())
+
+
+def test_a_structured_log_line_loses_its_keys_but_keeps_its_values() -> None:
+    line = (
+        "level=warn ts=2024-02-16T19:48:03.771Z caller=notifier.go:371 component=notifier "
+        'msg="Alert notification queue full"'
+    )
+
+    assert words(tokenize.strip_log_structure(line)) == [
+        "warn",
+        "notifi",
+        "alert",
+        "notif",
+        "queue",
+        "full",
+    ]
+
+
+def test_json_log_keys_go_and_a_single_setting_stays() -> None:
+    json_line = '{"level":"warn","caller":"wal/wal.go:805","msg":"slow fdatasync"}'
+
+    assert words(tokenize.strip_log_structure(json_line)) == ["warn", "slow", "fdatasync"]
+    assert "max.poll.records" in words(tokenize.strip_log_structure("set max.poll.records=100"))
+
+
+def test_klog_headers_source_locations_and_url_hosts_are_not_read() -> None:
+    line = (
+        "E0607 12:01:55.118233       1 reflector.go:147] failed to list leases "
+        "from https://mimir.internal.example.net/api/v1/push"
+    )
+
+    assert words(tokenize.strip_log_structure(line)) == [
+        "fail",
+        "list",
+        "leas",
+        "api",
+        "v1",
+        "push",
+        "api/v1/push",
+    ]

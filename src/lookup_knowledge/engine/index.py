@@ -61,6 +61,21 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class Graded:
+    """Every candidate of one query: chunk positions, ranks, grading features, quality."""
+
+    candidates: np.ndarray
+    ranks: np.ndarray
+    features: np.ndarray  # (candidates, len(scoring.FEATURES))
+    quality: np.ndarray
+    order: np.ndarray  # candidate indices, best first
+
+    @property
+    def recall_count(self) -> int:
+        return len(self.candidates)
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResult:
     hits: tuple[Hit, ...]
     recall_count: int
@@ -77,12 +92,18 @@ class KnowledgeIndex:
         chunk_doc: list[int] = []
         chunk_counts: list[Counter[str]] = []
         texts: list[str] = []
+        heading_counts: list[Counter[str]] = []
+        heading_texts: list[str] = []
         for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
                 text = "\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content))
                 found = tokenize.tokens(text, self.lexicon.stopwords, search_mode=True)
                 chunk_counts.append(Counter(t.text for t in found))
+                heading = "\n".join((chunk.breadcrumb, tags))
+                in_heading = tokenize.tokens(heading, self.lexicon.stopwords, search_mode=True)
+                heading_counts.append(Counter(t.text for t in in_heading))
+                heading_texts.append(tokenize.normalize(heading))
                 texts.append(tokenize.normalize(text))
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
@@ -97,6 +118,9 @@ class KnowledgeIndex:
         self._vocabulary = {t: i for i, t in enumerate(words)}
         self._chunk_postings = Postings(chunk_counts, self._vocabulary)
         self._doc_postings = Postings(doc_counts, self._vocabulary)
+        # The heading path and tags are part of the chunk's text: their words are all known.
+        self._heading_postings = Postings(heading_counts, self._vocabulary)
+        self._heading_texts = heading_texts
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         self._text = "\0".join(texts) + "\0"
@@ -106,6 +130,9 @@ class KnowledgeIndex:
     @property
     def chunk_count(self) -> int:
         return len(self._chunks)
+
+    def chunk(self, position: int) -> Chunk:
+        return self._chunks[position]
 
     def read(self, query: str) -> ReadQuery:
         return read_query(
@@ -120,12 +147,32 @@ class KnowledgeIndex:
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
     ) -> SearchResult:
         """Chunks whose quality reaches the reference threshold, best ranked first."""
+        graded = self.grade(query, filters)
+        if isinstance(graded, NoEvidenceBasis):
+            return SearchResult((), 0, graded)
+        order, quality = graded.order, graded.quality
+        if quality[order[0]] < scoring.REFERENCE_THRESHOLD:
+            return SearchResult((), graded.recall_count, NoEvidenceBasis.ALL_BELOW_THRESHOLD)
+        hits: list[Hit] = []
+        for i in order.tolist():
+            if hits and quality[i] < scoring.HIT_FLOOR:
+                continue
+            position = int(graded.candidates[i])
+            hits.append(Hit(self._chunks[position], float(quality[i]), float(graded.ranks[i])))
+            if len(hits) == top_k:
+                break
+        return SearchResult(tuple(hits), graded.recall_count, None)
+
+    def grade(
+        self, query: str, filters: Mapping[str, str] | None = None
+    ) -> Graded | NoEvidenceBasis:
+        """Every candidate ranked and graded, no threshold applied (also for calibration)."""
         read = self.read(query)
         if read.empty:
-            return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
+            return NoEvidenceBasis.NO_CANDIDATES
         allowed = self._filter_mask(filters) if filters else None
         if allowed is not None and not allowed.any():
-            return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
+            return NoEvidenceBasis.NO_CANDIDATES
         present = [self._present(c) for c in read.concepts]
         weights = np.array(
             [self._weight(c, p) for c, p in zip(read.concepts, present, strict=True)]
@@ -138,21 +185,12 @@ class KnowledgeIndex:
             top = np.argpartition(-rank[candidates], RECALL_LIMIT - 1)[:RECALL_LIMIT]
             candidates = candidates[top]
         if len(candidates) == 0:
-            return SearchResult((), 0, NoEvidenceBasis.NO_CANDIDATES)
+            return NoEvidenceBasis.NO_CANDIDATES
         ranks = rank[candidates]
-        quality = self._quality(candidates, ranks, present, weights)
+        features = self._features(candidates, ranks, read.concepts, present, weights)
+        quality = scoring.quality(features)
         order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
-        if quality[order[0]] < scoring.REFERENCE_THRESHOLD:
-            return SearchResult((), len(candidates), NoEvidenceBasis.ALL_BELOW_THRESHOLD)
-        hits: list[Hit] = []
-        for i in order.tolist():
-            if hits and quality[i] < scoring.HIT_FLOOR:
-                continue
-            position = int(candidates[i])
-            hits.append(Hit(self._chunks[position], float(quality[i]), float(ranks[i])))
-            if len(hits) == top_k:
-                break
-        return SearchResult(tuple(hits), len(candidates), None)
+        return Graded(candidates, ranks, features, quality, order)
 
     def _present(self, concept: Concept) -> np.ndarray | None:
         """Which chunks hold the concept (None: no chunk can, it is unknown)."""
@@ -183,6 +221,8 @@ class KnowledgeIndex:
             )
         )
         factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
+        if len(concept.token) == 1:  # a lone character (`满`, `v`): often a fragment
+            factor *= query_reading.SINGLE_CHARACTER_FACTOR
         return factor * idf(df, n)
 
     def _rank(self, read: ReadQuery, present: list[np.ndarray | None]) -> np.ndarray:
@@ -218,33 +258,52 @@ class KnowledgeIndex:
         self._chunk_postings.add_scores(chunks, term, factor * self._chunk_postings.idf(term))
         self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
 
-    def _quality(
+    def _features(
         self,
         candidates: np.ndarray,
         ranks: np.ndarray,
+        concepts: Sequence[Concept],
         present: list[np.ndarray | None],
         weights: np.ndarray,
     ) -> np.ndarray:
-        """The calibrated quality of each candidate (`engine.scoring`)."""
+        """The grading features of each candidate (`engine.scoring.FEATURES`)."""
         scope = scoring.scope_weight(weights.tolist())
-        in_chunk = np.zeros(len(candidates))
-        in_doc = np.zeros(len(candidates))
         docs = self._chunk_doc[candidates]
-        for where, weight in zip(present, weights.tolist(), strict=True):
+        covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
+        heaviest = np.zeros(len(candidates))  # the heaviest concept the chunk or document holds
+        in_heading = np.zeros(len(candidates))
+        for concept, where, weight in zip(concepts, present, weights.tolist(), strict=True):
             if where is None:
                 continue
-            in_chunk += weight * where[candidates]
             doc_has = np.zeros(len(self.documents), dtype=bool)
             doc_has[self._chunk_doc[where]] = True
-            in_doc += weight * doc_has[docs]
+            share = (1 - scoring.DOCUMENT_SHARE) * where[candidates] + (
+                scoring.DOCUMENT_SHARE * doc_has[docs]
+            )
+            covered += weight * share
+            heaviest = np.maximum(heaviest, weight * (share > 0))
+            in_heading += weight * self._in_heading(concept, candidates)
         # Each candidate against the best candidate of any other document.
         best = np.zeros(len(self.documents))
         np.maximum.at(best, docs, ranks)
         first, second = np.argsort(-best, kind="stable")[:2] if len(best) > 1 else (0, 0)
         best_other = np.where(docs == first, best[second] if len(best) > 1 else 0.0, best[first])
-        return scoring.quality(
-            scoring.coverage(in_chunk / scope, in_doc / scope), scoring.margin(ranks, best_other)
+        return scoring.features(
+            support=np.minimum(covered / scope, 1.0) - heaviest / scope,
+            margin=scoring.margin(ranks, best_other),
+            heading=in_heading / scope,
         )
+
+    def _in_heading(self, concept: Concept, candidates: np.ndarray) -> np.ndarray:
+        """Which candidates hold the concept in their heading path or document tags."""
+        if concept.known is Known.SUBSTRING:
+            texts = self._heading_texts
+            return np.array([concept.token in texts[c] for c in candidates.tolist()], dtype=bool)
+        marked = np.zeros(len(self._chunks), dtype=bool)
+        for variant in concept.variants:
+            self._heading_postings.mark(marked, self._vocabulary[variant])
+        held: np.ndarray = marked[candidates]
+        return held
 
     def _in_text(self, word: str) -> bool:
         return word in self._text

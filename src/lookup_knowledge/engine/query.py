@@ -31,6 +31,7 @@ from lookup_knowledge.engine import tokenize
 from lookup_knowledge.engine.lexicon import Lexicon
 
 TYPO_FACTOR = 0.8
+SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
 
 
@@ -88,6 +89,7 @@ def _tokens(
     text: str, lexicon: Lexicon, has_term: Callable[[str], bool], in_text: Callable[[str], bool]
 ) -> list[tokenize.Token]:
     out: list[tokenize.Token] = []
+    text = tokenize.strip_log_structure(text)
     for token in tokenize.tokens(text, lexicon.stopwords, search_mode=False):
         word = token.text
         if (

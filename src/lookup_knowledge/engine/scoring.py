@@ -42,12 +42,13 @@ from enum import StrEnum
 
 import numpy as np
 
-SCORER_NAME = "calibrated-coverage-v3"
+SCORER_NAME = "calibrated-coverage-v4"
 SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
-COVERAGE_WEIGHT = 5.096
-MARGIN_WEIGHT = 4.804
-BIAS = -2.858
+# The grading features, in the order of WEIGHTS (`features` builds them).
+FEATURES = ("support", "support_x_margin", "heading")
+WEIGHTS = (4.076, 8.421, 5.627)
+BIAS = -2.510
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
@@ -63,12 +64,6 @@ def scope_weight(weights: Sequence[float]) -> float:
     return sum(sorted(weights, reverse=True)[:SCOPE_TERMS])
 
 
-def coverage(in_chunk: np.ndarray, in_document: np.ndarray) -> np.ndarray:
-    """Covered shares of the scope in the chunk and in its document, combined, in [0, 1]."""
-    combined = (1 - DOCUMENT_SHARE) * in_chunk + DOCUMENT_SHARE * in_document
-    return np.clip(combined, 0.0, 1.0)
-
-
 def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
     """How far each hit's rank is ahead of (> 0) or behind (< 0) the best other document."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -76,9 +71,16 @@ def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
     return np.clip(value, -1.0, 1.0)
 
 
-def quality(covered: np.ndarray, ahead: np.ndarray) -> np.ndarray:
-    """The calibrated probability, four decimals."""
-    logit = COVERAGE_WEIGHT * covered + MARGIN_WEIGHT * ahead * covered + BIAS
+def features(*, support: np.ndarray, margin: np.ndarray, heading: np.ndarray) -> np.ndarray:
+    """The feature matrix (candidates × FEATURES) the calibrated grade is computed from;
+    `support` and `heading` are shares of the scope, `margin` is in [−1, 1]."""
+    support = np.clip(support, 0.0, 1.0)
+    return np.column_stack((support, support * margin, np.clip(heading, 0.0, 1.0)))
+
+
+def quality(matrix: np.ndarray) -> np.ndarray:
+    """The calibrated probability of each row of `features`, four decimals."""
+    logit = matrix @ np.asarray(WEIGHTS) + BIAS
     probability: np.ndarray = np.round(1.0 / (1.0 + np.exp(-logit)), 4)
     return probability
 

@@ -53,6 +53,32 @@ _NOISE = re.compile(
 )
 
 
+# Log structure that names where or how a line was logged, never what happened.
+_KLOG_HEADER = re.compile(r"\b[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w./@-]+:\d+\]")
+_SOURCE_LOCATION = re.compile(
+    r"[\w./@-]*\.(?:go|py|java|kt|scala|js|ts|rb|rs|c|cc|cpp|h|cs|php|ex|erl):\d+\b"
+)
+_URL_AUTHORITY = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/\"'\]\)]+", re.IGNORECASE)
+_LOG_KEY = re.compile(r"(?:(?<![\w.\-])[A-Za-z_][\w.\-]*(?==\S)=)|(?:\"[A-Za-z_][\w.\-]*\"\s*:)")
+LOG_KEYS_MIN = 2  # key=value pairs that make a text a structured log line
+
+
+def strip_log_structure(text: str) -> str:
+    """A pasted log line without what only says how it was logged (query side).
+
+    klog headers (`E0607 12:01:55.118233  1 reflector.go:147]`), source locations
+    (`notifier.go:371`), the scheme and host of URLs, and — in a structured line with at
+    least `LOG_KEYS_MIN` `key=value` or JSON `"key":` pairs — the keys (`level=`, `ts=`,
+    `caller=`, `msg=`): the logger's schema, shared by every line it writes, while the values
+    say what happened. A single `key=value` in a question is a setting and stays.
+    """
+    if len(_LOG_KEY.findall(text)) >= LOG_KEYS_MIN:
+        text = _LOG_KEY.sub(" ", text)
+    text = _KLOG_HEADER.sub(" ", text)
+    text = _SOURCE_LOCATION.sub(" ", text)
+    return _URL_AUTHORITY.sub(" ", text)
+
+
 def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 

@@ -1,0 +1,71 @@
+"""The refit of the quality constants: the logistic fit, the AUC and the rows it learns from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lookup_knowledge.engine import scoring
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.index import KnowledgeIndex
+from lookup_knowledge.evaluation.calibrate import Query, Row, auc, fit, predict, report, rows_for
+
+
+def test_the_fit_recovers_the_coefficients_that_generated_the_outcomes() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, size=(4000, 2))
+    p = 1 / (1 + np.exp(-(x @ np.array([4.0, -2.0]) - 1.0)))
+    y = (rng.uniform(size=4000) < p).astype(float)
+
+    weights, bias = fit(x, y, ridge=0.0)
+
+    assert np.allclose(weights, [4.0, -2.0], atol=0.5)
+    assert abs(bias + 1.0) < 0.4
+
+
+def test_auc_is_one_when_every_right_top_outscores_every_wrong_one_and_half_on_ties() -> None:
+    right = np.array([True, True, False, False])
+
+    assert auc(np.array([0.9, 0.8, 0.2, 0.1]), right) == 1.0
+    assert auc(np.array([0.1, 0.2, 0.8, 0.9]), right) == 0.0
+    assert auc(np.full(4, 0.5), right) == 0.5
+
+
+def test_a_case_without_candidates_scores_zero() -> None:
+    rows = [Row("set", None, False), Row("set", (1.0, 1.0, 1.0), True)]
+
+    scores = predict(rows, np.ones(3), 0.0)
+
+    assert scores[0] == 0.0
+    assert scores[1] > 0.9
+
+
+def test_rows_record_the_rank_first_document_and_whether_it_answers(tmp_path: Path) -> None:
+    (tmp_path / "redis.md").write_text("# Redis memory usage high\n\nEvict keys when full.\n")
+    (tmp_path / "disk.md").write_text("# Disk full\n\nFree space on the root volume.\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+    queries = [
+        Query("redis memory high", None, frozenset({"redis.md"})),
+        Query("redis memory high", None, frozenset({"disk.md"})),
+        Query("qwzx plorf", None, frozenset()),
+    ]
+
+    rows = rows_for("tiny", index, queries)
+
+    assert [r.right for r in rows] == [True, False, False]
+    assert rows[0].features is not None and len(rows[0].features) == len(scoring.FEATURES)
+    assert rows[2].features is None
+
+
+def test_the_report_prints_the_fitted_constants_and_one_auc_line_per_set() -> None:
+    rows = [
+        Row(label, (share, share * 0.5, share), share > 0.5)
+        for label in ("a", "b")
+        for share in (0.1, 0.3, 0.45, 0.55, 0.7, 0.9)
+    ]
+
+    lines = report(rows)
+
+    assert lines[1].split()[0] == scoring.FEATURES[0]
+    assert sum(line.strip().startswith(("a ", "b ")) for line in lines) == 2
