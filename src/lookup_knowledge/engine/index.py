@@ -29,6 +29,7 @@ import numpy as np
 
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
+from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
@@ -122,6 +123,11 @@ class KnowledgeIndex:
         self._heading_postings = Postings(heading_counts, self._vocabulary)
         self._heading_texts = heading_texts
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
+        self._translations = Translations(
+            (w for w in words if tokenize.is_cjk_word(w)),
+            self._vocabulary.__contains__,
+            self.lexicon.stopwords,
+        )
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         self._text = "\0".join(texts) + "\0"
         self._starts = np.cumsum([0, *(len(t) + 1 for t in texts)]).astype(np.int64)
@@ -141,6 +147,7 @@ class KnowledgeIndex:
             has_term=self._vocabulary.__contains__,
             in_text=self._in_text,
             nearest=self._neighbours.nearest,
+            translate=self._translations,
         )
 
     def search(

@@ -3,8 +3,9 @@
 The query's tokens (`engine.tokenize`) become **concepts**, each distinct token once. What a
 concept weighs depends on what the corpus knows of it:
 
-* **known** — the corpus holds the word or a glossary equivalent (`engine.lexicon`): its
-  weight is BM25's IDF over the chunks, of its most common form ("内存" is as informative as
+* **known** — the corpus holds the word or a glossary equivalent (`engine.lexicon`), or,
+  when it holds none of these, a dictionary translation (`engine.bilingual`): its weight is
+  BM25's IDF over the chunks, of its most common form ("内存" is as informative as
   "memory"). A Chinese word the segmenter cut differently inside the documents is known when
   it appears verbatim in some chunk.
 * **typo** — a Latin word the corpus lacks that is within one or two edits of a corpus word
@@ -60,6 +61,13 @@ class ReadQuery:
         return not any(c.known in (Known.KNOWN, Known.SUBSTRING) for c in self.concepts)
 
 
+Translate = Callable[[str], frozenset[str]]
+
+
+def no_translations(word: str) -> frozenset[str]:
+    return frozenset()
+
+
 def read_query(
     text: str,
     lexicon: Lexicon,
@@ -67,26 +75,42 @@ def read_query(
     has_term: Callable[[str], bool],
     in_text: Callable[[str], bool],
     nearest: Callable[[str], str | None],
+    translate: Translate = no_translations,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
-    text) and `nearest` (a typo's corpus word) describe the corpus."""
+    text), `nearest` (a typo's corpus word) and `translate` (corpus words that translate a
+    word) describe the corpus."""
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
-    for token in _tokens(text, lexicon, has_term, in_text):
+    held = _Held(lexicon, has_term, translate)
+    for token in _tokens(text, lexicon, held, in_text):
         if token.whole:
             if has_term(token.text) and token.text not in wholes:
                 wholes.append(token.text)
             continue
         if token.text in concepts:
             continue
-        concept = _concept(token, lexicon, has_term, in_text, nearest)
+        concept = _concept(token, lexicon, held, in_text, nearest)
         if concept is not None:
             concepts[token.text] = concept
     return ReadQuery(tuple(concepts.values()), tuple(wholes))
 
 
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """The corpus forms of a query word: its own or glossary forms, else its translations."""
+
+    lexicon: Lexicon
+    has_term: Callable[[str], bool]
+    translate: Translate
+
+    def forms(self, word: str) -> tuple[str, ...]:
+        own = tuple(sorted(v for v in self.lexicon.variants(word) if self.has_term(v)))
+        return own or tuple(sorted(self.translate(word)))
+
+
 def _tokens(
-    text: str, lexicon: Lexicon, has_term: Callable[[str], bool], in_text: Callable[[str], bool]
+    text: str, lexicon: Lexicon, held: _Held, in_text: Callable[[str], bool]
 ) -> list[tokenize.Token]:
     out: list[tokenize.Token] = []
     text = tokenize.strip_log_structure(text)
@@ -95,32 +119,28 @@ def _tokens(
         if (
             len(word) > 1
             and tokenize.is_cjk_word(word)
-            and not _knows(word, lexicon, has_term)
+            and not held.forms(word)
             and not in_text(word)
         ):
             pieces = tokenize.dictionary_words(word, lexicon.stopwords)
             if not pieces:
                 continue
-            if pieces != [word] and any(_knows(p, lexicon, has_term) for p in pieces):
+            if pieces != [word] and any(held.forms(p) for p in pieces):
                 out.extend(tokenize.Token(p) for p in pieces)
                 continue
         out.append(token)
     return out
 
 
-def _knows(word: str, lexicon: Lexicon, has_term: Callable[[str], bool]) -> bool:
-    return any(has_term(v) for v in lexicon.variants(word))
-
-
 def _concept(
     token: tokenize.Token,
     lexicon: Lexicon,
-    has_term: Callable[[str], bool],
+    held: _Held,
     in_text: Callable[[str], bool],
     nearest: Callable[[str], str | None],
 ) -> Concept | None:
     word = token.text
-    variants = tuple(sorted(v for v in lexicon.variants(word) if has_term(v)))
+    variants = held.forms(word)
     if variants:
         return Concept(word, variants, Known.KNOWN)
     if tokenize.is_cjk_word(word):
@@ -131,6 +151,6 @@ def _concept(
         return None  # an id, a count, a version: noise to this corpus
     corrected = nearest(word)
     if corrected is not None:
-        forms = tuple(sorted(v for v in lexicon.variants(corrected) if has_term(v)))
+        forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
         return Concept(word, forms or (corrected,), Known.TYPO)
     return Concept(word, (), Known.UNKNOWN)

@@ -47,8 +47,8 @@ SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have 
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
 # The grading features, in the order of WEIGHTS (`features` builds them).
 FEATURES = ("support", "support_x_margin", "heading")
-WEIGHTS = (4.076, 8.421, 5.627)
-BIAS = -2.510
+WEIGHTS = (4.238, 8.713, 5.725)
+BIAS = -2.649
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
