@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine.bags import Bags, bags
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.fuzzy import Neighbours, damerau_levenshtein
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
@@ -217,3 +220,45 @@ def test_klog_headers_source_locations_and_url_hosts_are_not_read() -> None:
         "push",
         "api/v1/push",
     ]
+
+
+def _counted(text: str) -> Counter[str]:
+    return Counter(words(text, search_mode=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.sampled_from(list("ab Kube-Pod.x_y:z/数据库连接池满了 \n\t，。0123456789")),
+            max_size=40,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_batched_bags_count_exactly_the_tokens_of_each_text(texts: list[str]) -> None:
+    counted = bags(texts, LEXICON.stopwords)
+
+    for number, text in enumerate(texts):
+        mine = counted.unit == number
+        got = Counter(
+            {
+                counted.words[t]: int(c)
+                for t, c in zip(counted.term[mine], counted.count[mine], strict=True)
+            }
+        )
+        assert got == _counted(text)
+
+
+def test_bags_regrouped_by_document_sum_their_chunks() -> None:
+    counted = bags(["redis memory", "memory full", "disk full"], LEXICON.stopwords)
+
+    documents = counted.regroup(np.array([0, 0, 1]), 2)
+    first = {counted.words[t]: int(c) for u, t, c in zip(*_rows(documents)) if u == 0}
+
+    assert first == {"redi": 1, "memori": 2, "full": 1}
+
+
+def _rows(counted: Bags) -> tuple[list[int], list[int], list[int]]:
+    return counted.unit.tolist(), counted.term.tolist(), counted.count.tolist()

@@ -20,7 +20,6 @@ search:
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,6 +28,7 @@ import numpy as np
 
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
+from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.lexicon import Lexicon
@@ -91,37 +91,28 @@ class KnowledgeIndex:
         self.lexicon = lexicon or Lexicon.load()
         self._chunks: list[Chunk] = []
         chunk_doc: list[int] = []
-        chunk_counts: list[Counter[str]] = []
         texts: list[str] = []
-        heading_counts: list[Counter[str]] = []
-        heading_texts: list[str] = []
+        headings: list[str] = []
         for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
-                text = "\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content))
-                found = tokenize.tokens(text, self.lexicon.stopwords, search_mode=True)
-                chunk_counts.append(Counter(t.text for t in found))
-                heading = "\n".join((chunk.breadcrumb, tags))
-                in_heading = tokenize.tokens(heading, self.lexicon.stopwords, search_mode=True)
-                heading_counts.append(Counter(t.text for t in in_heading))
-                heading_texts.append(tokenize.normalize(heading))
-                texts.append(tokenize.normalize(text))
+                texts.append("\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content)))
+                headings.append("\n".join((chunk.breadcrumb, tags)))
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
         if not self._chunks:
             raise ValueError("cannot build an index without chunks")
         self._chunk_doc = np.array(chunk_doc, dtype=np.int32)
         self._lengths = np.array([len(c.content) for c in self._chunks], dtype=np.int32)
-        doc_counts: list[Counter[str]] = [Counter() for _ in self.documents]
-        for number, counts in zip(chunk_doc, chunk_counts, strict=True):
-            doc_counts[number].update(counts)
-        words = sorted({t for counts in chunk_counts for t in counts})
+        stopwords = self.lexicon.stopwords
+        chunk_bags = bags(texts, stopwords)
+        words = chunk_bags.words
         self._vocabulary = {t: i for i, t in enumerate(words)}
-        self._chunk_postings = Postings(chunk_counts, self._vocabulary)
-        self._doc_postings = Postings(doc_counts, self._vocabulary)
+        self._chunk_postings = Postings(chunk_bags)
+        self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
         # The heading path and tags are part of the chunk's text: their words are all known.
-        self._heading_postings = Postings(heading_counts, self._vocabulary)
-        self._heading_texts = heading_texts
+        self._heading_postings = Postings(bags(headings, stopwords, words))
+        self._heading_texts = [tokenize.normalize(h) for h in headings]
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
         self._translations = Translations(
             (w for w in words if tokenize.is_cjk_word(w)),
@@ -129,8 +120,9 @@ class KnowledgeIndex:
             self.lexicon.stopwords,
         )
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
-        self._text = "\0".join(texts) + "\0"
-        self._starts = np.cumsum([0, *(len(t) + 1 for t in texts)]).astype(np.int64)
+        normalized = [tokenize.normalize(t) for t in texts]
+        self._text = "\0".join(normalized) + "\0"
+        self._starts = np.cumsum([0, *(len(t) + 1 for t in normalized)]).astype(np.int64)
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
 
     @property
@@ -282,10 +274,8 @@ class KnowledgeIndex:
         for concept, where, weight in zip(concepts, present, weights.tolist(), strict=True):
             if where is None:
                 continue
-            doc_has = np.zeros(len(self.documents), dtype=bool)
-            doc_has[self._chunk_doc[where]] = True
             share = (1 - scoring.DOCUMENT_SHARE) * where[candidates] + (
-                scoring.DOCUMENT_SHARE * doc_has[docs]
+                scoring.DOCUMENT_SHARE * self._in_document(concept, where)[docs]
             )
             covered += weight * share
             heaviest = np.maximum(heaviest, weight * (share > 0))
@@ -300,6 +290,16 @@ class KnowledgeIndex:
             margin=scoring.margin(ranks, best_other),
             heading=in_heading / scope,
         )
+
+    def _in_document(self, concept: Concept, where: np.ndarray) -> np.ndarray:
+        """Which documents hold the concept (`where`: which chunks do)."""
+        held = np.zeros(len(self.documents), dtype=bool)
+        if concept.known is Known.SUBSTRING:
+            held[self._chunk_doc[where]] = True
+        else:
+            for variant in concept.variants:
+                self._doc_postings.mark(held, self._vocabulary[variant])
+        return held
 
     def _in_heading(self, concept: Concept, candidates: np.ndarray) -> np.ndarray:
         """Which candidates hold the concept in their heading path or document tags."""

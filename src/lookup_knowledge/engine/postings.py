@@ -9,36 +9,27 @@ stays within tens of megabytes.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from lookup_knowledge.engine.bags import Bags
 
 K1 = 1.2
 B = 0.75
 
 
 class Postings:
-    def __init__(self, units: Sequence[Counter[str]], vocabulary: Mapping[str, int]) -> None:
-        """`units[i]` counts the terms of unit i; `vocabulary` maps every term to its id."""
-        self.unit_count = len(units)
-        lengths = np.array([sum(c.values()) for c in units], dtype=np.float64)
-        average = float(lengths.mean()) if len(units) and lengths.mean() > 0 else 1.0
-        term_ids: list[int] = []
-        unit_ids: list[int] = []
-        frequencies: list[int] = []
-        for unit, unit_counts in enumerate(units):
-            for term, tf in unit_counts.items():
-                term_ids.append(vocabulary[term])
-                unit_ids.append(unit)
-                frequencies.append(tf)
-        terms = np.array(term_ids, dtype=np.int32)
-        order = np.argsort(terms, kind="stable")
-        self._units = np.array(unit_ids, dtype=np.int32)[order]
-        tf_sorted = np.array(frequencies, dtype=np.float32)[order]
+    def __init__(self, bags: Bags) -> None:
+        """The postings of `bags` (a unit is a chunk or a whole document)."""
+        self.unit_count = bags.unit_count
+        lengths = np.bincount(bags.unit, weights=bags.count, minlength=bags.unit_count)
+        average = float(lengths.mean()) if bags.unit_count and lengths.mean() > 0 else 1.0
+        order = np.argsort(bags.term, kind="stable")
+        self._units = bags.unit[order].astype(np.int32)
+        tf = bags.count[order].astype(np.float32)
         norm = K1 * (1 - B + B * lengths[self._units] / average)
-        self._weights = (tf_sorted * (K1 + 1) / (tf_sorted + norm)).astype(np.float32)
-        counts_per_term = np.bincount(terms, minlength=len(vocabulary))
+        self._weights = (tf * (K1 + 1) / (tf + norm)).astype(np.float32)
+        counts_per_term = np.bincount(bags.term, minlength=len(bags.words))
         self._offsets = np.concatenate(([0], np.cumsum(counts_per_term))).astype(np.int64)
         self.document_frequency = counts_per_term.astype(np.int32)
 

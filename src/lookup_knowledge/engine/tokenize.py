@@ -36,6 +36,7 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK run, or a Latin compound: word characters joined by single . - : / separators.
 _RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*)")
 _CJK_WORD = re.compile(rf"[{_CJK}]+")
+RUN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*")  # _RUNS, ungrouped
 _SEPARATORS = re.compile(r"[._\-:/]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NOISE = re.compile(
@@ -111,11 +112,11 @@ def tokens(text: str, stopwords: Collection[str], *, search_mode: bool) -> Itera
         if match.lastgroup == "cjk":
             yield from (Token(w) for w in segment(run) if w not in stopwords)
         else:
-            yield from _compound(run, frozenset(stopwords))
+            yield from compound(run, frozenset(stopwords))
 
 
 @functools.lru_cache(maxsize=262144)
-def _compound(run: str, stopwords: frozenset[str]) -> tuple[Token, ...]:
+def compound(run: str, stopwords: frozenset[str]) -> tuple[Token, ...]:
     """The tokens of one Latin compound (cached: real text repeats its words)."""
     lowered = run.lower()
     if is_noise(lowered):
@@ -140,6 +141,11 @@ def dictionary_words(word: str, stopwords: Collection[str]) -> list[str]:
     unrelated characters together (`集群变黄` → `变黄`).
     """
     return [w for w in _segmenter().cut_dictionary_only(word) if w not in stopwords]
+
+
+def segment_for_search(text: str) -> list[str]:
+    """jieba's search-mode words of `text` (CJK runs separated by any other character)."""
+    return _segmenter().cut_for_search(text)
 
 
 def cjk_bigrams(word: str) -> list[str]:
