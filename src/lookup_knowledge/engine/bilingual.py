@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 
 from lookup_knowledge.engine import tokenize
 
-_ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/\s*$", re.MULTILINE)
+_ENTRY = re.compile(r"^[^ \n]+ ([^ \n]+) \[[^\]\n]*\] /([^\n]*)/", re.MULTILINE)
 _PARENTHESES = re.compile(r"\([^)]*\)")
 _ONE_WORD = re.compile(r"(?:to |a |an |the )?([a-z][a-z-]{1,30})")
 
