@@ -35,9 +35,11 @@ TARGETS = {
     "bundled search p50": 0.001,
     "bundled search p99": 0.005,
     "10k build": 5.0,
+    "10k build CPU": 5.0,
     "10k index memory (MB)": 300.0,
     "10k search p99": 0.010,
     "service ready": 2.0,
+    "service ready CPU": 2.0,
 }
 
 # (query, fragment of the runbook path expected first); None = no evidence expected.
@@ -123,7 +125,7 @@ def main() -> None:
     print(f"  total from cold import                 {_ms(t4 - t0)}")
     print(f"  create_engine_app() once warm          {_ms(t5 - t4)}")
     if args.docs is None:
-        measured["bundled index build"] = t4 - t2
+        measured["bundled index build"] = t4 - t2  # parse + index; the segmenter is loaded
 
     for query, _ in QUERIES:  # warm-up
         index.search(query, top_k=20)
@@ -152,8 +154,9 @@ def main() -> None:
     if sizes:
         measured.update(_scale_table(sizes))
     if not args.no_service:
-        measured["service ready"] = _service_ready()
-        print(f"service ready (serve, /readyz 200): {measured['service ready']:.2f} s")
+        wall, cpu = _service_ready()
+        measured["service ready"], measured["service ready CPU"] = wall, cpu
+        print(f"service ready (serve, /readyz 200): {wall:.2f} s wall, {cpu:.2f} s CPU")
     _targets(measured)
 
 
@@ -176,8 +179,9 @@ def _targets(measured: dict[str, float]) -> None:
         print(f"  {what:<24} {shown:>10}  target {goal:>9}  ratio {value / target:5.2f}")
 
 
-def _service_ready() -> float:
-    """Seconds from starting `lookup-knowledge serve` to its first 200 on /readyz."""
+def _service_ready() -> tuple[float, float]:
+    """Seconds from starting `lookup-knowledge serve` to its first 200 on /readyz, and the
+    CPU seconds the process had used by then (the wall time depends on the machine's load)."""
     import socket
 
     import httpx
@@ -202,7 +206,7 @@ def _service_ready() -> float:
             while time.perf_counter() - started < 60:
                 try:
                     if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                        return time.perf_counter() - started
+                        return time.perf_counter() - started, _cpu_seconds(process.pid)
                 except httpx.HTTPError:
                     pass
                 if process.poll() is not None:
@@ -297,6 +301,13 @@ def _synthetic(count: int, root: Path) -> None:
         (folder / f"{name}.md").write_text(text, encoding="utf-8")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _traced_build(folder: Path) -> tuple[float, float]:
     """MB an index of `folder` keeps, and the peak MB while building it (tracemalloc)."""
     import tracemalloc
@@ -326,7 +337,7 @@ def _scale_table(sizes: list[int]) -> dict[str, float]:
         "index <= 300 MB, search p99 <= 10 ms):"
     )
     print(
-        "  documents   chunks   build (parse+index)   index memory (peak)   search p50   search p99"
+        "  documents   chunks   build wall (CPU)    index memory (peak)   search p50   search p99"
     )
     rng = random.Random(7)
     queries = [" ".join(rng.sample(_WORDS, rng.randint(2, 8))) for _ in range(200)]
@@ -334,9 +345,9 @@ def _scale_table(sizes: list[int]) -> dict[str, float]:
     for count in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             _synthetic(count, Path(tmp))
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             index = KnowledgeIndex(load_documents(Path(tmp)))
-            build = time.perf_counter() - started
+            build, build_cpu = time.perf_counter() - started, time.process_time() - cpu
             memory, peak = _traced_build(Path(tmp))
         index.search(queries[0], top_k=20)  # the first query waits for the dictionary
         samples = []
@@ -346,11 +357,16 @@ def _scale_table(sizes: list[int]) -> dict[str, float]:
             samples.append(time.perf_counter() - begun)
         p50, p99 = _percentile(samples, 50), _percentile(samples, 99)
         print(
-            f"  {count:9d} {index.chunk_count:8d} {build:17.2f} s {memory:8.0f} MB "
-            f"({peak:4.0f} MB) {_ms(p50):>12} {_ms(p99):>12}"
+            f"  {count:9d} {index.chunk_count:8d} {build:8.2f} s ({build_cpu:5.2f} s) "
+            f"{memory:8.0f} MB ({peak:4.0f} MB) {_ms(p50):>12} {_ms(p99):>12}"
         )
         if count == 10000:
-            measured = {"10k build": build, "10k index memory (MB)": memory, "10k search p99": p99}
+            measured = {
+                "10k build": build,
+                "10k build CPU": build_cpu,
+                "10k index memory (MB)": memory,
+                "10k search p99": p99,
+            }
         del index
     return measured
 

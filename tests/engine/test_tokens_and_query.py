@@ -255,7 +255,8 @@ def test_bags_regrouped_by_document_sum_their_chunks() -> None:
     counted = bags(["redis memory", "memory full", "disk full"], LEXICON.stopwords)
 
     documents = counted.regroup(np.array([0, 0, 1]), 2)
-    first = {counted.words[t]: int(c) for u, t, c in zip(*_rows(documents)) if u == 0}
+    units, terms, counts = _rows(documents)
+    first = {counted.words[t]: c for u, t, c in zip(units, terms, counts, strict=True) if u == 0}
 
     assert first == {"redi": 1, "memori": 2, "full": 1}
 
