@@ -2,8 +2,9 @@
 
 Each chunk is indexed as its title, its document's front-matter `tags`, its breadcrumb and its
 content (the title also opens the breadcrumb, so it counts twice: a document's topic weighs
-more than words used in passing). Each document is indexed too, as all its chunks together. A
-search:
+more than words used in passing), counted for all chunks at once (`engine.bags`). Each
+document is indexed too, as all its chunks together, and each chunk's heading path and tags
+apart (for the `heading` grading feature). A search:
 
 1. reads the query against the corpus (`engine.query`): concepts with weights, typos mapped
    to the corpus word they stand for, ids dropped; nothing known → no candidates;
@@ -11,8 +12,8 @@ search:
    plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
    rest of its runbook too; the best `RECALL_LIMIT` chunks with a positive score are the
    candidates (`recall_count`);
-3. grades each candidate with the absolute `quality_score` of `engine.scoring` (how much of
-   the query the chunk and its document cover, calibrated), keeps those at or above the
+3. grades each candidate with the absolute `quality_score` of `engine.scoring` (support
+   beyond one word, margin, heading; calibrated), keeps those at or above the
    reference threshold in rank order, and returns the first `top_k`. Equal ranks fall to the
    better graded, then to the longer chunk (the substantive one), then to corpus order.
 """

@@ -4,27 +4,31 @@ BM25 ranks, but its scores are unbounded and corpus-relative, and a rank says no
 whether rank 1 is any good. The service grades with fixed thresholds, so the engine reports a
 score with a fixed meaning instead: a probability, calibrated on questions with known answers.
 
-Two signals, both shares with the same meaning on any corpus, feed it:
+Three features, shares or ratios with the same meaning on any corpus, feed it
+(`docs/retrieval.md#quality-score`):
 
-* **coverage** — how much of the query the hit covers: the IDF-weighted share of the query's
-  concepts (`engine.query`) found in the chunk, averaged with the share found anywhere in its
-  document (a runbook answers with all its sections). The weights of the query's
-  `SCOPE_TERMS` heaviest concepts make the whole (a pasted report cannot be covered in full).
-  Ids weigh nothing; typos count as the word they stand for; words the corpus has never seen
-  count against it, at half the weight of its rarest word.
-* **margin** — how clearly the hit's document is ahead of every other document in the
-  ranking: `(rank − best rank of another document) / rank`, in [−1, 1]. A query that matches
-  one runbook stands out; a query sharing only common words with the corpus matches many
-  documents about equally (near zero); a hit below another document's best is negative.
-  The margin counts in proportion to the coverage: in a small corpus a single common word
-  can put one document far ahead, which proves nothing when that word is all it shares.
+* **support** — how much of the query the hit covers beyond its single heaviest covered
+  concept: the IDF-weighted share of the query's concepts (`engine.query`) found in the
+  chunk, averaged with the share found anywhere in its document (a runbook answers with all
+  its sections), less the heaviest of them. One shared word — even a rare one — proves
+  nothing; the rest of the query must agree. The weights of the query's `SCOPE_TERMS`
+  heaviest concepts make the whole (a pasted report cannot be covered in full). Ids weigh
+  nothing; typos count as the word they stand for; words the corpus has never seen count
+  against it, at half the weight of its rarest word.
+* **support × margin** — the margin is how clearly the hit's document is ahead of every
+  other document in the ranking: `(rank − best rank of another document) / rank`, in
+  [−1, 1]. It counts only through the support: in a small corpus a single word can put one
+  document far ahead, which proves nothing when that word is all it shares.
+* **heading** — the share of the query found in the chunk's heading path or its document's
+  tags: a word in `Title > Section` says what the text is about, one in passing does not.
 
-    quality = 1 / (1 + exp(−(COVERAGE_WEIGHT·coverage + MARGIN_WEIGHT·margin·coverage + BIAS)))
+    quality = 1 / (1 + exp(−(WEIGHTS · FEATURES + BIAS)))
 
-The three constants were fitted (logistic regression) on the development set's `tune` cases
-and the tuning set: the outcome is whether the rank-first document answers the question.
-Fitting on three corpora but one and scoring the left-out one ranks right answers above wrong
-ones and negatives about as well as fitting on all (`docs/retrieval.md#calibration`).
+`WEIGHTS` and `BIAS` were fitted (logistic regression) on the development set's `tune`
+cases and the tuning set by `python -m lookup_knowledge.evaluation.calibrate`: the outcome is
+whether the rank-first document answers the question. Fitting on every set but one and
+scoring the left-out one ranks right answers above wrong ones and negatives about as well as
+fitting on all (`docs/retrieval.md#calibration`).
 
 What the thresholds the service applies then mean:
 
