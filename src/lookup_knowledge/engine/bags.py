@@ -45,6 +45,11 @@ class Bags:
         """The counts summed over units mapped to groups (`groups[unit]`), e.g. documents."""
         return _summed(groups[self.unit], self.term, self.count, self.words, group_count)
 
+    def first(self, count: int) -> Bags:
+        """The bags of units 0 … count − 1 only."""
+        kept = self.unit < count
+        return Bags(self.unit[kept], self.term[kept], self.count[kept], self.words, count)
+
 
 def bags(texts: Sequence[str], stopwords: Collection[str], words: Sequence[str] = ()) -> Bags:
     """The bags of `texts`; `words` (sorted) fixes the vocabulary (other terms are dropped)."""

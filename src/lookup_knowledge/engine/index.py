@@ -97,7 +97,7 @@ class KnowledgeIndex:
         for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
-                texts.append("\n".join((chunk.title, tags, chunk.breadcrumb, chunk.content)))
+                texts.append("\n".join((chunk.title, chunk.content)))
                 headings.append("\n".join((chunk.breadcrumb, tags)))
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
@@ -106,13 +106,21 @@ class KnowledgeIndex:
         self._chunk_doc = np.array(chunk_doc, dtype=np.int32)
         self._lengths = np.array([len(c.content) for c in self._chunks], dtype=np.int32)
         stopwords = self.lexicon.stopwords
-        chunk_bags = bags(texts, stopwords)
-        words = chunk_bags.words
+        # One pass over the heading paths (with tags) and the rest of each chunk's text; a
+        # chunk's bag is both together.
+        count = len(self._chunks)
+        both = bags([*headings, *texts], stopwords)
+        words = both.words
+        chunk_bags = both.regroup(np.tile(np.arange(count, dtype=np.int32), 2), count)
+        heading_bags = both.regroup(
+            np.concatenate((np.arange(count, dtype=np.int32), np.full(count, count, np.int32))),
+            count + 1,
+        ).first(count)
         self._vocabulary = {t: i for i, t in enumerate(words)}
         self._chunk_postings = Postings(chunk_bags)
         self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
         # The heading path and tags are part of the chunk's text: their words are all known.
-        self._heading_postings = Postings(bags(headings, stopwords, words))
+        self._heading_postings = Postings(heading_bags)
         self._heading_texts = [tokenize.normalize(h) for h in headings]
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
         self._translations = Translations(
@@ -121,7 +129,7 @@ class KnowledgeIndex:
             self.lexicon.stopwords,
         )
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
-        normalized = [tokenize.normalize(t) for t in texts]
+        normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
         self._starts = np.cumsum([0, *(len(t) + 1 for t in normalized)]).astype(np.int64)
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))

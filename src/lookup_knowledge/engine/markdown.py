@@ -130,6 +130,8 @@ def _split_list(value: str) -> tuple[str, ...]:
 
 
 def _heading(line: str) -> tuple[int, str] | None:
+    if not line.lstrip(" ").startswith("#"):  # fast path: most lines are no heading
+        return None
     match = _HEADING.match(line)
     if match is None or not match.group(2).strip():
         return None
@@ -140,7 +142,7 @@ def _fenced_lines(body: str) -> Iterator[tuple[str, bool]]:
     """Yield each line with whether it is inside (or delimits) a fenced code block."""
     fence: str | None = None
     for line in body.split("\n"):
-        match = _FENCE.match(line)
+        match = _FENCE.match(line) if line.lstrip(" ").startswith(("`", "~")) else None
         if fence is None:
             if match:
                 fence = match.group(1)

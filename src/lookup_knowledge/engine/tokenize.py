@@ -36,6 +36,7 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK run, or a Latin compound: word characters joined by single . - : / separators.
 _RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*)")
 _CJK_WORD = re.compile(rf"[{_CJK}]+")
+_DIGIT = re.compile(r"\d")
 RUN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*")  # _RUNS, ungrouped
 _SEPARATORS = re.compile(r"[._\-:/]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -94,7 +95,8 @@ def has_digit(token: str) -> bool:
 
 def is_noise(token: str) -> bool:
     """Whether a lowercased compound or part is log noise (ids, times, addresses, numbers)."""
-    return _NOISE.fullmatch(token) is not None
+    # Every kind of noise holds a digit; most words hold none (a cheap test first).
+    return _DIGIT.search(token) is not None and _NOISE.fullmatch(token) is not None
 
 
 @dataclass(frozen=True, slots=True)
