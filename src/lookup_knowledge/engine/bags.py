@@ -46,13 +46,15 @@ class Bags:
         return _summed(groups[self.unit], self.term, self.count, self.words, group_count)
 
     def first(self, count: int) -> Bags:
-        """The bags of units 0 … count − 1 only."""
+        """The bags of units 0 … count − 1 only, summed."""
         kept = self.unit < count
-        return Bags(self.unit[kept], self.term[kept], self.count[kept], self.words, count)
+        return _summed(self.unit[kept], self.term[kept], self.count[kept], self.words, count)
 
 
-def bags(texts: Sequence[str], stopwords: Collection[str], words: Sequence[str] = ()) -> Bags:
-    """The bags of `texts`; `words` (sorted) fixes the vocabulary (other terms are dropped)."""
+def bags(texts: Sequence[str], stopwords: Collection[str], *, summed: bool = True) -> Bags:
+    """The bags of `texts`. Unless `summed`, a (text, term) pair may come more than once (from
+    several pieces of the text): `regroup` sums them, and skipping the sum here saves a sort
+    when the caller regroups anyway."""
     frozen = frozenset(stopwords)
     run_ids: defaultdict[str, int] = defaultdict()
     run_ids.default_factory = run_ids.__len__  # a new run gets the next id
@@ -65,13 +67,11 @@ def bags(texts: Sequence[str], stopwords: Collection[str], words: Sequence[str] 
         counts.extend(counted.values())
         sizes.append(len(counted))
     terms_of_run = _run_terms(list(run_ids), frozen)
-    vocabulary = words if words else sorted({t for terms in terms_of_run for t in terms})
+    vocabulary = tuple(sorted({t for terms in terms_of_run for t in terms}))
     term_id = {t: i for i, t in enumerate(vocabulary)}
-    lengths = np.array([sum(t in term_id for t in terms) for terms in terms_of_run], dtype=np.int64)
+    lengths = np.fromiter(map(len, terms_of_run), np.int64, len(terms_of_run))
     flat = np.fromiter(
-        (term_id[t] for terms in terms_of_run for t in terms if t in term_id),
-        np.int64,
-        int(lengths.sum()),
+        (term_id[t] for terms in terms_of_run for t in terms), np.int64, int(lengths.sum())
     )
     offsets = np.concatenate(([0], np.cumsum(lengths)))
     run = np.frombuffer(runs, dtype=np.int64)
@@ -81,7 +81,12 @@ def bags(texts: Sequence[str], stopwords: Collection[str], words: Sequence[str] 
     total = int(per.sum())
     first = np.repeat(offsets[run] - (np.cumsum(per) - per), per)
     term = flat[first + np.arange(total)]
-    return _summed(np.repeat(unit, per), term, np.repeat(count, per), tuple(vocabulary), len(texts))
+    unit, count = np.repeat(unit, per), np.repeat(count, per)
+    if summed:
+        return _summed(unit, term, count, vocabulary, len(texts))
+    return Bags(
+        unit.astype(np.int32), term.astype(np.int32), count.astype(np.int32), vocabulary, len(texts)
+    )
 
 
 def _summed(

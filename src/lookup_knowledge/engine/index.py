@@ -109,13 +109,10 @@ class KnowledgeIndex:
         # One pass over the heading paths (with tags) and the rest of each chunk's text; a
         # chunk's bag is both together.
         count = len(self._chunks)
-        both = bags([*headings, *texts], stopwords)
+        both = bags([*headings, *texts], stopwords, summed=False)
         words = both.words
         chunk_bags = both.regroup(np.tile(np.arange(count, dtype=np.int32), 2), count)
-        heading_bags = both.regroup(
-            np.concatenate((np.arange(count, dtype=np.int32), np.full(count, count, np.int32))),
-            count + 1,
-        ).first(count)
+        heading_bags = both.first(count)
         self._vocabulary = {t: i for i, t in enumerate(words)}
         self._chunk_postings = Postings(chunk_bags)
         self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
