@@ -1,0 +1,217 @@
+"""What the drills share: private processes (Redis, fake py-rag, the service) and a raw client.
+
+The client speaks HTTP/1.1 over asyncio streams, one small request at a time: a thousand of
+them cost the drill little CPU, which matters on a small machine where the drill and the
+service share the cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+@contextmanager
+def private_redis(workdir: Path) -> Iterator[str]:
+    """A redis-server on a free port, no persistence; shut down afterwards."""
+    server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+    if server is None or cli is None:
+        raise SystemExit("the drill needs redis-server and redis-cli")
+    port = free_port()
+    subprocess.run(
+        [
+            *(server, "--port", str(port), "--bind", "127.0.0.1", "--save", ""),
+            *("--appendonly", "no", "--daemonize", "yes"),
+            *("--dir", str(workdir), "--logfile", "redis.log"),
+        ],
+        check=True,
+    )
+    try:
+        wait_for_port(port)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        subprocess.run([cli, "-p", str(port), "shutdown", "nosave"], capture_output=True)
+
+
+@contextmanager
+def process(args: list[str], *, env: dict[str, str], port: int, log: Path) -> Iterator[None]:
+    """Start a process, wait until it listens on `port`, stop it afterwards."""
+    with log.open("wb") as out:
+        child = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for_port(port)
+            yield
+        finally:
+            child.terminate()
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+@contextmanager
+def fake_pyrag(workdir: Path, *, delay_ms: float) -> Iterator[str]:
+    port = free_port()
+    args = [sys.executable, str(HERE / "fake_pyrag.py"), "--port", str(port)]
+    args += ["--delay-ms", str(delay_ms)]
+    with process(args, env=dict(os.environ), port=port, log=workdir / "pyrag.log"):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def service(workdir: Path, env: dict[str, str]) -> Iterator[int]:
+    """`lookup-knowledge serve` with a clean environment plus `env`; yields its port."""
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG"}}
+    clean.update(
+        {
+            "PORT": str(port),
+            "AUDIT_DATABASE_URL": f"sqlite:///{workdir}/audit.db",
+            "AUDIT_SPOOL_DIR": str(workdir / "spool"),
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    clean.update(env)
+    script = Path(sys.executable).with_name("lookup-knowledge")
+    args = [str(script), "serve"] if script.exists() else [sys.executable, "-m", "lookup_knowledge"]
+    with process(
+        args + ([] if script.exists() else ["serve"]),
+        env=clean,
+        port=port,
+        log=workdir / f"service-{port}.log",
+    ):
+        yield port
+
+
+@dataclass(slots=True)
+class Answer:
+    status: int  # 0 = no HTTP answer (connection refused, reset or timed out)
+    code: str | None = None  # the error envelope's code
+    latency_s: float = 0.0
+    done_at: float = 0.0  # time.perf_counter() at the end
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def label(self) -> str:
+        if self.status == 0:
+            return "no answer"
+        return f"{self.status} {self.code}" if self.code else str(self.status)
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; requests go one after another."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        payload: object | None = None,
+        *,
+        timeout_s: float = 120.0,
+        close: bool = False,
+    ) -> Answer:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(timeout_s):
+                answer = await self._exchange(method, path, payload, close=close)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
+            await self.close()
+            answer = Answer(status=0)
+        answer.done_at = time.perf_counter()
+        answer.latency_s = answer.done_at - started
+        return answer
+
+    async def _exchange(
+        self, method: str, path: str, payload: object | None, *, close: bool
+    ) -> Answer:
+        if self._streams is None:
+            self._streams = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self._streams
+        body = b"" if payload is None else json.dumps(payload).encode()
+        head = f"{method} {path} HTTP/1.1\r\nHost: drill\r\nContent-Length: {len(body)}\r\n"
+        if payload is not None:
+            head += "Content-Type: application/json\r\n"
+        if close:
+            head += "Connection: close\r\n"
+        writer.write(head.encode() + b"\r\n" + body)
+        await writer.drain()
+        raw = await reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        content = await reader.readexactly(int(headers.get("content-length", "0")))
+        if close or headers.get("connection", "").lower() == "close":
+            await self.close()
+        code = None
+        if status >= 400:
+            try:
+                code = json.loads(content)["error"]["code"]
+            except (ValueError, KeyError, TypeError):
+                code = "?"
+        return Answer(status=status, code=code, headers=headers, body=content)
+
+    async def close(self) -> None:
+        if self._streams is not None:
+            writer = self._streams[1]
+            self._streams = None
+            writer.close()
+            with suppress(OSError):
+                await writer.wait_closed()
+
+
+async def one_shot(
+    port: int, method: str, path: str, payload: object | None = None, **kwargs: float
+) -> Answer:
+    """One request on its own connection."""
+    connection = Connection(port)
+    try:
+        return await connection.request(method, path, payload, close=True, **kwargs)
+    finally:
+        await connection.close()
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def lookup_body(run_id: str, call: str, query: str = "网关超时怎么排查") -> dict[str, str]:
+    return {"run_id": run_id, "tool_call_id": call, "query": query}

@@ -1,0 +1,156 @@
+"""Drill: 1000 simultaneous lookups at a real service with healthy dependencies.
+
+    python benchmarks/overload_drill.py                      # 1000 at once, py-rag 50 ms
+    python benchmarks/overload_drill.py --burst 1000 --pyrag-delay-ms 50 \\
+        --env MAX_CONCURRENT_LOOKUPS=32                      # try another admission setting
+
+Starts a private redis-server, a fake py-rag (benchmarks/fake_pyrag.py, healthy: it answers
+any number of calls in --pyrag-delay-ms) and `lookup-knowledge serve` as real processes, then:
+
+1. closed loop: C workers each send lookups back to back for a few seconds, for several C;
+   the best lookups/s is the closed-loop maximum of this machine and setting;
+2. the burst: --burst lookups, each on its own connection, sent at once; prints the
+   histogram of answers and the 200s' throughput against the closed-loop maximum;
+3. every id that did not get 200 is sent again, at once and sequentially: does it succeed?
+4. right after the burst, --after lookups, one every 2 s: do they succeed, how fast?
+
+Nothing is asserted: the figures are printed for the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import tempfile
+import time
+from pathlib import Path
+
+from drill_support import (
+    Answer,
+    Connection,
+    fake_pyrag,
+    lookup_body,
+    one_shot,
+    percentile,
+    private_redis,
+    service,
+)
+
+LOOKUP = "/lookup_knowledge"
+
+
+async def closed_loop(port: int, run_id: str, workers: int, seconds: float) -> tuple[float, int]:
+    """Lookups/s with `workers` keep-alive clients sending back to back; and non-200 count."""
+    deadline = time.perf_counter() + seconds
+    done = 0
+    failed = 0
+    serial = iter(range(10**9))
+
+    async def worker() -> None:
+        nonlocal done, failed
+        connection = Connection(port)
+        while time.perf_counter() < deadline:
+            answer = await connection.request(
+                "POST", LOOKUP, lookup_body(run_id, f"c{workers}-{next(serial)}")
+            )
+            done += 1
+            failed += answer.status != 200
+        await connection.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return done / (time.perf_counter() - started), failed
+
+
+async def burst(port: int, run_id: str, size: int) -> tuple[list[Answer], float]:
+    started = time.perf_counter()
+    answers = await asyncio.gather(
+        *(one_shot(port, "POST", LOOKUP, lookup_body(run_id, f"b{i}")) for i in range(size))
+    )
+    return list(answers), started
+
+
+def histogram(answers: list[Answer]) -> str:
+    counts = collections.Counter(a.label for a in answers)
+    return ", ".join(f"{n} × {label}" for label, n in counts.most_common())
+
+
+async def drill(args: argparse.Namespace, port: int) -> None:
+    stamp = str(int(time.time()))
+    for i in range(30):  # warm-up: imports, pools, scripts
+        await one_shot(port, "POST", LOOKUP, lookup_body(f"warm-{stamp}", f"w{i}"))
+
+    best = 0.0
+    for workers in args.closed_loop:
+        rate, failed = await closed_loop(port, f"loop-{stamp}", workers, args.loop_seconds)
+        print(f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200)")
+        best = max(best, rate)
+    print(f"closed-loop maximum: {best:.1f} lookups/s")
+
+    run_id = f"burst-{stamp}"
+    answers, started = await burst(port, run_id, args.burst)
+    print(f"\nburst of {args.burst}: {histogram(answers)}")
+    ok = [a for a in answers if a.status == 200]
+    if ok:
+        span = max(a.done_at for a in ok) - started
+        rate = len(ok) / span
+        print(
+            f"200s: {len(ok)} in {span:.2f} s = {rate:.1f} lookups/s, "
+            f"{100 * rate / best:.0f}% of the closed-loop maximum; "
+            f"p50 {percentile([a.latency_s for a in ok], 0.5) * 1000:.0f} ms, "
+            f"p99 {percentile([a.latency_s for a in ok], 0.99) * 1000:.0f} ms"
+        )
+    shed = [a for a in answers if a.status == 503 and a.code == "OVERLOADED"]
+    if shed:
+        after = collections.Counter(a.headers.get("retry-after") for a in shed)
+        print(f"Retry-After on OVERLOADED: {dict(after)}")
+    print(f"whole burst answered in {max(a.done_at for a in answers) - started:.2f} s")
+
+    failed_ids = [f"b{i}" for i, a in enumerate(answers) if a.status != 200]
+    if failed_ids:
+        retried = []
+        for call in failed_ids[: args.retries]:
+            retried.append(await one_shot(port, "POST", LOOKUP, lookup_body(run_id, call)))
+        print(
+            f"retry at once of {len(retried)} ids that did not get 200: {histogram(retried)}; "
+            f"p50 {percentile([a.latency_s for a in retried], 0.5) * 1000:.0f} ms"
+        )
+
+    after = []
+    for i in range(args.after):
+        after.append(await one_shot(port, "POST", LOOKUP, lookup_body(f"after-{stamp}", f"a{i}")))
+        if i < args.after - 1:
+            await asyncio.sleep(args.after_gap_s)
+    latencies = ", ".join(f"{a.latency_s * 1000:.0f}" for a in after)
+    print(
+        f"after the burst, {args.after} lookups {args.after_gap_s:g} s apart: "
+        f"{histogram(after)}; latencies ms: {latencies}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--pyrag-delay-ms", type=float, default=50.0)
+    parser.add_argument("--closed-loop", type=int, nargs="*", default=[4, 8, 16, 32, 64])
+    parser.add_argument("--loop-seconds", type=float, default=4.0)
+    parser.add_argument("--retries", type=int, default=50)
+    parser.add_argument("--after", type=int, default=10)
+    parser.add_argument("--after-gap-s", type=float, default=2.0)
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="lk-overload-"))
+    with (
+        private_redis(workdir) as redis_url,
+        fake_pyrag(workdir, delay_ms=args.pyrag_delay_ms) as pyrag_url,
+    ):
+        env = {"REDIS_URL": redis_url, "PYRAG_BASE_URL": pyrag_url}
+        env.update(dict(item.split("=", 1) for item in args.env))
+        print(f"service env: {env}; workdir {workdir}")
+        with service(workdir, env) as port:
+            asyncio.run(drill(args, port))
+
+
+if __name__ == "__main__":
+    main()
