@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from lookup_knowledge import __version__
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
-from lookup_knowledge.adapters.pyrag import PyragClient
+from lookup_knowledge.adapters.pyrag import PyragClient, pyrag_http_client
 from lookup_knowledge.api import health, lookup
 from lookup_knowledge.api import ledger as ledger_routes
 from lookup_knowledge.api.auth import Role, require
@@ -40,7 +40,13 @@ AUDIT_FLUSH_TIMEOUT_S = 10.0
 async def open_pyrag_http(settings: Settings, stack: AsyncExitStack) -> httpx.AsyncClient:
     """One pooled client per process: to PYRAG_BASE_URL, or in memory to the embedded engine."""
     if settings.pyrag_base_url is not None:
-        client = httpx.AsyncClient(base_url=settings.pyrag_base_url)
+        client = pyrag_http_client(
+            settings.pyrag_base_url,
+            connect_timeout_s=settings.pyrag_connect_timeout_s,
+            timeout_s=settings.pyrag_timeout_s,
+            pool_timeout_s=settings.pyrag_pool_timeout_s,
+            max_connections=settings.pool_connections,
+        )
     else:
         from lookup_knowledge.engine.app import create_engine_app
 
@@ -100,7 +106,6 @@ async def open_resources(
     http = await open_pyrag_http(settings, stack)
     search = PyragClient(
         http,
-        timeout_s=settings.pyrag_timeout_s,
         top_k=settings.pyrag_top_k,
         mode=settings.pyrag_mode,
         max_body_bytes=settings.pyrag_max_body_bytes,
@@ -108,6 +113,7 @@ async def open_resources(
         trace_max_depth=settings.audit_details_max_depth - 1,
         trace_max_bytes=settings.audit_details_max_bytes // 2,
     )
+    stack.push_async_callback(search.aclose)
     ledger_port = ledger or await open_ledger(settings, stack)
     audit_port = audit or await open_audit(settings, stack)
     service = LookupService(

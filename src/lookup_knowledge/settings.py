@@ -15,6 +15,9 @@ REDIS_URL_SCHEMES = ("redis", "rediss", "unix")
 # Largest id the API accepts (docs/http-api.md#request-limits), used to prove the byte budget can
 # always hold a result.
 MAX_ID_CHARS = 128
+# Connections kept beyond MAX_CONCURRENT_LOOKUPS in each pool (py-rag, Redis): readiness probes,
+# ledger reads, and calls whose caller went away finishing on their own.
+POOL_HEADROOM = 16
 
 
 class Settings(BaseSettings):
@@ -24,7 +27,9 @@ class Settings(BaseSettings):
 
     # py-rag (docs/configuration.md#py-rag)
     pyrag_base_url: str | None = None
-    pyrag_timeout_s: float = Field(5.0, gt=0, le=300)
+    pyrag_timeout_s: float = Field(5.0, gt=0, le=300)  # py-rag's answer (read, write)
+    pyrag_connect_timeout_s: float = Field(2.0, gt=0, le=60)
+    pyrag_pool_timeout_s: float = Field(1.0, gt=0, le=60)  # wait for a pooled connection
     pyrag_top_k: int = Field(20, ge=1, le=200)
     pyrag_mode: str = Field("hybrid", min_length=1, max_length=32)
     pyrag_docs_dir: Path | None = None
@@ -66,6 +71,9 @@ class Settings(BaseSettings):
 
     # MCP (docs/integration.md#mcp): the run every MCP tool call is ledgered under
     mcp_run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+
+    # load (docs/configuration.md#load)
+    max_concurrent_lookups: int = Field(64, ge=1, le=10000)
 
     # process
     host: str = "127.0.0.1"
@@ -168,6 +176,11 @@ class Settings(BaseSettings):
                 f"with a {self.projection_max_query_chars}-char query; use at least {worst_empty}"
             )
         return self
+
+    @property
+    def pool_connections(self) -> int:
+        """Size of each connection pool: a lookup never waits for a connection under load."""
+        return self.max_concurrent_lookups + POOL_HEADROOM
 
     @property
     def lookup_tokens(self) -> tuple[str, ...]:

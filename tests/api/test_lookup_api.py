@@ -5,7 +5,6 @@ See docs/pipeline.md#worked-example and docs/http-api.md.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import respx
 
 from builders import WORKED_EXAMPLE, pyrag_body, raw_hit
+from pyrag_server import pyrag_server
 from support import PYRAG_SEARCH_URL, OpenClient, RecordingAudit
 
 LOOKUP = "/lookup_knowledge"
@@ -193,15 +193,13 @@ async def test_py_rag_failures_map_to_the_error_tree(
 
 
 async def test_py_rag_slower_than_the_timeout_is_a_504(open_client: OpenClient) -> None:
-    async def slow(_: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(3)
-        return httpx.Response(200, json=pyrag_body([]))
-
-    async with open_client(pyrag_timeout_s=0.2) as client:
-        with respx.mock(assert_all_called=False) as mock:
-            mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow)
-            response = await client.post(LOOKUP, json=request())
-    assert_error(response, 504, "UPSTREAM_TIMEOUT")
+    async with (
+        pyrag_server(delay_s=3.0) as pyrag,
+        open_client(pyrag_base_url=pyrag.url, pyrag_timeout_s=0.2) as client,
+    ):
+        response = await client.post(LOOKUP, json=request())
+    error = assert_error(response, 504, "UPSTREAM_TIMEOUT")
+    assert "0.2 s" in error["message"]
 
 
 async def test_a_failed_call_can_run_again_with_the_same_ids(open_client: OpenClient) -> None:

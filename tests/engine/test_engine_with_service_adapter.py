@@ -21,7 +21,7 @@ def engine() -> FastAPI:
 async def pyrag(engine: FastAPI) -> AsyncIterator[PyragClient]:
     transport = httpx.ASGITransport(app=engine)
     async with httpx.AsyncClient(transport=transport, base_url="http://pyrag") as client:
-        yield PyragClient(client, timeout_s=5, top_k=20, mode="hybrid")
+        yield PyragClient(client, top_k=20, mode="hybrid")
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from lookup_knowledge.domain.errors import UpstreamError, UpstreamTimeout
+from lookup_knowledge.domain.errors import Overloaded, UpstreamError, UpstreamTimeout
 from lookup_knowledge.domain.jsonsafe import bound_json
 from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, SearchOutcome
 
@@ -41,14 +41,37 @@ class _RawSearchResponse(BaseModel):
     retrieval_trace: Any = None
 
 
+def pyrag_http_client(
+    base_url: str,
+    *,
+    connect_timeout_s: float,
+    timeout_s: float,
+    pool_timeout_s: float,
+    max_connections: int,
+) -> httpx.AsyncClient:
+    """The pooled client to py-rag; each timeout bounds one thing (docs/pyrag-api.md#timeouts).
+
+    Every connection may stay open for reuse: closing surplus idle ones would make new ones
+    under load, paying a TCP handshake per lookup.
+    """
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=httpx.Timeout(
+            connect=connect_timeout_s, read=timeout_s, write=timeout_s, pool=pool_timeout_s
+        ),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+    )
+
+
 class PyragClient:
-    """One pooled httpx client per process; one attempt per lookup, bounded by the timeout."""
+    """One pooled httpx client per process; one attempt per lookup, bounded by its timeouts."""
 
     def __init__(
         self,
         client: httpx.AsyncClient,
         *,
-        timeout_s: float,
         top_k: int,
         mode: str,
         max_body_bytes: int = MAX_BODY_BYTES,
@@ -56,11 +79,17 @@ class PyragClient:
         trace_max_bytes: int = TRACE_MAX_BYTES,
     ) -> None:
         self._client = client
-        self._timeout_s = timeout_s
         self._top_k = top_k
         self._mode = mode
         self._max_body_bytes = max_body_bytes
         self._trace_bounds = {"max_depth": trace_max_depth, "max_bytes": trace_max_bytes}
+        self._orphans: set[asyncio.Future[httpx.Response]] = set()
+
+    async def aclose(self) -> None:
+        """Stop calls whose callers went away; the pool is closing anyway."""
+        for call in list(self._orphans):
+            call.cancel()
+        await asyncio.gather(*self._orphans, return_exceptions=True)
 
     async def search(self, query: str, *, filters: Mapping[str, str] | None) -> SearchOutcome:
         payload: dict[str, Any] = {"query": query, "top_k": self._top_k, "mode": self._mode}
@@ -110,17 +139,39 @@ class PyragClient:
         return [name for name in names if isinstance(name, str) and name.strip()]
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One call, bounded by httpx's own timeouts and never cancelled from outside.
+
+        A cancellation that reaches httpcore's pool while a request waits for a connection can
+        orphan a connection slot for good (encode/httpcore#1093); enough of them and every
+        later call waits out the pool timeout. So the call runs in its own task: a caller that
+        goes away (a deadline, a readiness probe's timeout) leaves it to finish on its own.
+        """
+        call = asyncio.ensure_future(self._fetch(method, path, **kwargs))
         try:
-            async with (
-                asyncio.timeout(self._timeout_s),
-                self._client.stream(method, path, **kwargs) as response,
-            ):
-                content = await read_capped(response, self._max_body_bytes)
-                return httpx.Response(response.status_code, content=content)
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise UpstreamTimeout(f"py-rag did not answer within {self._timeout_s:g} s") from exc
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            self._orphans.add(call)
+            call.add_done_callback(self._orphans.discard)
+            call.add_done_callback(_drop_outcome)
+            raise
+        except httpx.PoolTimeout as exc:
+            raise Overloaded(
+                "every connection to py-rag is in use; this service is at its limit",
+                details={"pool": "pyrag"},
+            ) from exc
+        except httpx.ConnectTimeout as exc:
+            raise UpstreamTimeout(
+                f"py-rag did not accept a connection within {_timeout(exc, 'connect')}"
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeout(f"py-rag did not answer within {_timeout(exc, 'read')}") from exc
         except httpx.HTTPError as exc:
             raise UpstreamError(f"py-rag is unreachable: {exc!r}", kind="unreachable") from exc
+
+    async def _fetch(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        async with self._client.stream(method, path, **kwargs) as response:
+            content = await read_capped(response, self._max_body_bytes)
+            return httpx.Response(response.status_code, content=content)
 
 
 async def read_capped(response: httpx.Response, limit: int) -> bytes:
@@ -144,6 +195,20 @@ def _too_large(limit: int) -> UpstreamError:
         kind="too_large",
         details={"max_bytes": limit},
     )
+
+
+def _timeout(exc: httpx.TimeoutException, kind: str) -> str:
+    try:
+        seconds = exc.request.extensions["timeout"][kind]
+    except (RuntimeError, KeyError, TypeError):
+        return "its timeout"
+    return f"{seconds:g} s"
+
+
+def _drop_outcome(call: asyncio.Future[httpx.Response]) -> None:
+    """Collect a finished orphaned call's exception so asyncio does not log it."""
+    if not call.cancelled():
+        call.exception()
 
 
 def to_outcome(

@@ -10,6 +10,7 @@ LookupKnowledgeError                 500 INTERNAL_ERROR
 ├── UpstreamError                    502 UPSTREAM_ERROR   (py-rag unreachable, non-2xx, bad body)
 │   └── UpstreamTimeout              504 UPSTREAM_TIMEOUT
 ├── LedgerUnavailable                503 LEDGER_UNAVAILABLE
+├── Overloaded                       503 OVERLOADED       (Retry-After; blames no dependency)
 └── ProjectionOverBudget             500 PROJECTION_OVER_BUDGET (fail closed)
 
 Fail closed: docs/pipeline.md#byte-budget.
@@ -88,6 +89,18 @@ class UpstreamTimeout(UpstreamError):
 class LedgerUnavailable(LookupKnowledgeError):
     status_code = 503
     code = "LEDGER_UNAVAILABLE"
+
+
+class Overloaded(LookupKnowledgeError):
+    """This process is at a limit of its own (lookups in flight, a connection pool); see
+    docs/errors.md#overloaded. Never a dependency's fault, so never blamed on one."""
+
+    status_code = 503
+    code = "OVERLOADED"
+
+    def __init__(self, message: str, *, retry_after_s: int = 1, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.headers = {"Retry-After": str(retry_after_s)}
 
 
 class ProjectionOverBudget(LookupKnowledgeError):

@@ -90,5 +90,7 @@ async def pyrag_over(
     transport: httpx.AsyncBaseTransport, config: RunConfig, *, base_url: str = "http://pyrag"
 ) -> AsyncIterator[PyragClient]:
     """The service's real py-rag client, talking through `transport`."""
-    async with httpx.AsyncClient(transport=transport, base_url=base_url) as http:
-        yield PyragClient(http, timeout_s=config.timeout_s, top_k=config.top_k, mode=config.mode)
+    async with httpx.AsyncClient(
+        transport=transport, base_url=base_url, timeout=config.timeout_s
+    ) as http:
+        yield PyragClient(http, top_k=config.top_k, mode=config.mode)
