@@ -15,6 +15,7 @@ from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.pyrag import PyragClient, pyrag_http_client
 from lookup_knowledge.api import health, lookup
 from lookup_knowledge.api import ledger as ledger_routes
+from lookup_knowledge.api.admission import AdmissionGate
 from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
@@ -125,6 +126,12 @@ async def open_resources(
         observer=LookupTelemetry(metrics),
         max_query_chars=settings.max_query_chars,
     )
+    gate = AdmissionGate(
+        limit=settings.max_concurrent_lookups,
+        queue_max=settings.lookup_queue_max,
+        wait_s=settings.lookup_queue_timeout_s,
+        observer=metrics,
+    )
     return Resources(
         settings=settings,
         search=search,
@@ -132,6 +139,7 @@ async def open_resources(
         audit=audit_port,
         service=service,
         guard_outcomes=guard_outcomes or GuardTelemetry(metrics),
+        gate=gate,
     )
 
 

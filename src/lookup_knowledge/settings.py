@@ -74,6 +74,8 @@ class Settings(BaseSettings):
 
     # load (docs/configuration.md#load)
     max_concurrent_lookups: int = Field(64, ge=1, le=10000)
+    lookup_queue_max: int = Field(256, ge=0, le=100000)  # lookups waiting for a slot
+    lookup_queue_timeout_s: float = Field(1.0, ge=0, le=60)  # their longest wait
 
     # process
     host: str = "127.0.0.1"

@@ -7,10 +7,15 @@ pool is exercised: respx would bypass it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
+import httpx
+import respx
+
+from builders import pyrag_body, raw_hit
 from pyrag_server import pyrag_server
-from support import OpenClient, RecordingAudit
+from support import PYRAG_SEARCH_URL, OpenClient, RecordingAudit
 
 LOOKUP = "/lookup_knowledge"
 
@@ -43,3 +48,60 @@ async def test_lookups_succeed_at_once_after_bursts_of_py_rag_timeouts(
 
     assert statuses <= {503, 504}
     assert [r.status_code for r in after] == [200] * 5, [r.text for r in after]
+
+
+async def wait_until(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
+async def test_lookups_beyond_the_limit_are_refused_before_the_ledger_and_retry_at_once(
+    open_client: OpenClient, audit: RecordingAudit
+) -> None:
+    release = asyncio.Event()
+
+    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
+        await release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+    async with (
+        open_client(audit=audit, max_concurrent_lookups=2, lookup_queue_max=0) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        calls = [asyncio.ensure_future(client.post(LOOKUP, json=body(f"c{i}"))) for i in range(5)]
+        await wait_until(lambda: sum(call.done() for call in calls) == 3)
+        release.set()
+        answers = [await call for call in calls]
+        refused = [i for i, a in enumerate(answers) if a.status_code == 503]
+        entries = [await client.get(f"/ledger/run-burst/c{i}") for i in refused]
+        retried = [await client.post(LOOKUP, json=body(f"c{i}")) for i in refused]
+        metrics = (await client.get("/metrics")).text
+
+    assert sorted(a.status_code for a in answers) == [200, 200, 503, 503, 503]
+    for i in refused:
+        error = answers[i].json()["error"]
+        assert error["code"] == "OVERLOADED" and error["details"]["reason"] == "queue_full"
+        assert answers[i].headers["retry-after"] == "1"
+    assert [e.status_code for e in entries] == [404, 404, 404]  # nothing was claimed
+    assert [r.status_code for r in retried] == [200, 200, 200]
+    assert len(audit.records) == 5 and all(r.success for r in audit.records)
+    assert 'lk_lookups_refused_total{reason="queue_full"} 3.0' in metrics
+
+
+async def test_a_lookup_waits_in_the_queue_for_a_free_slot(open_client: OpenClient) -> None:
+    async with (
+        open_client(
+            audit=RecordingAudit(),
+            max_concurrent_lookups=1,
+            lookup_queue_max=10,
+            lookup_queue_timeout_s=30,
+        ) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+        answers = await asyncio.gather(*(client.post(LOOKUP, json=body(f"q{i}")) for i in range(6)))
+    assert [a.status_code for a in answers] == [200] * 6

@@ -113,6 +113,24 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.lookups_running = Gauge(
+            "lk_lookups_running",
+            "Lookups admitted and running (MAX_CONCURRENT_LOOKUPS at most)",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.lookups_waiting = Gauge(
+            "lk_lookups_waiting",
+            "Lookups waiting for a slot (LOOKUP_QUEUE_MAX at most)",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.lookups_refused = Counter(
+            "lk_lookups_refused",
+            "Lookups refused with 503 OVERLOADED before the ledger, by reason",
+            ["reason"],
+            registry=r,
+        )
         # The audit trail (docs/audit.md#readiness-and-metrics), set from its state at scrape.
         self.audit_spool_depth = Gauge(
             "lk_audit_spool_depth",
@@ -148,6 +166,13 @@ class Metrics:
             "lk_audit_rows_quarantined", "Audit rows set aside in the quarantine", registry=r
         )
         self._audit_totals = (0, 0, 0)
+
+    def admission_changed(self, *, running: int, waiting: int) -> None:
+        self.lookups_running.set(running)
+        self.lookups_waiting.set(waiting)
+
+    def admission_refused(self, reason: str) -> None:
+        self.lookups_refused.labels(reason).inc()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.http_requests.labels(method, route, str(status)).inc()

@@ -1,0 +1,122 @@
+"""Admission control: a bounded number of lookups run at once (docs/http-api.md#overload).
+
+Beyond `limit`, a lookup waits in a bounded FIFO queue for at most `wait_s`, then is refused
+with 503 OVERLOADED. The gate sits in front of the service, so a refused lookup never touched
+the ledger: nothing to release, and the same ids can be sent again as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Protocol
+
+from lookup_knowledge.domain.errors import Overloaded
+
+RETRY_AFTER_S = 1
+
+
+class AdmissionObserver(Protocol):
+    def admission_changed(self, *, running: int, waiting: int) -> None: ...
+
+    def admission_refused(self, reason: str) -> None: ...
+
+
+class AdmissionGate:
+    """An asyncio semaphore with a bounded, time-limited queue; single event loop only.
+
+    The fast path (a free slot, nobody waiting) takes no lock and creates nothing. A freed
+    slot is handed to the oldest waiter directly, so a newcomer cannot overtake the queue.
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: int,
+        queue_max: int,
+        wait_s: float,
+        observer: AdmissionObserver | None = None,
+    ) -> None:
+        self.limit = limit
+        self.queue_max = queue_max
+        self.wait_s = wait_s
+        self._observer = observer
+        self._running = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    @asynccontextmanager
+    async def admit(self) -> AsyncIterator[None]:
+        """Hold one slot for the body of the `async with`; raise Overloaded if none comes."""
+        await self._acquire()
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def _acquire(self) -> None:
+        if self._running < self.limit and not self._waiters:
+            self._running += 1
+            self._changed()
+            return
+        if len(self._waiters) >= self.queue_max:
+            raise self._refuse("queue_full")
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        self._changed()
+        timer = loop.call_later(self.wait_s, self._expire, waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                # A slot was handed over just as this caller was cancelled: pass it on.
+                self._release()
+            with suppress(ValueError):
+                self._waiters.remove(waiter)
+            self._changed()
+            raise
+        finally:
+            timer.cancel()
+
+    def _expire(self, waiter: asyncio.Future[None]) -> None:
+        if not waiter.done():
+            waiter.set_exception(self._refuse("wait_timeout"))
+
+    def _release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot changes hands; `running` stays the same
+                self._changed()
+                return
+        self._running -= 1
+        self._changed()
+
+    def _refuse(self, reason: str) -> Overloaded:
+        if self._observer is not None:
+            self._observer.admission_refused(reason)
+        why = (
+            f"{self.queue_max} more are waiting"
+            if reason == "queue_full"
+            else f"none came free within {self.wait_s:g} s"
+        )
+        return Overloaded(
+            f"this service is running its limit of {self.limit} lookups and {why}; "
+            f"retry after {RETRY_AFTER_S} s",
+            retry_after_s=RETRY_AFTER_S,
+            details={"limit": self.limit, "reason": reason},
+        )
+
+    def _changed(self) -> None:
+        if self._observer is not None:
+            self._observer.admission_changed(running=self._running, waiting=len(self._waiters))
