@@ -70,6 +70,10 @@ async def open_ledger(settings: Settings, stack: AsyncExitStack) -> LedgerPort:
         ttl_s=settings.ledger_ttl_s,
         pending_ttl_s=settings.ledger_pending_ttl_s,
         cluster=settings.redis_cluster,
+        connect_timeout_s=settings.redis_connect_timeout_s,
+        socket_timeout_s=settings.redis_socket_timeout_s,
+        pool_timeout_s=settings.redis_pool_timeout_s,
+        max_connections=settings.pool_connections,
     )
     stack.push_async_callback(redis_ledger.aclose)
     return redis_ledger

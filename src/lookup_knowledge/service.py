@@ -5,6 +5,7 @@ See docs/pipeline.md#data-path.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from lookup_knowledge.domain.errors import (
     InvalidRequest,
     LedgerUnavailable,
     LookupKnowledgeError,
+    Overloaded,
     UpstreamError,
 )
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
@@ -112,20 +114,22 @@ class LookupService:
                     limits=self._limits,
                     projection_limits=self._projection_limits,
                 )
-        except Exception as exc:
+            with draft.stage("ledger"):
+                stored = await self._ledger.complete(
+                    command.run_id,
+                    command.tool_call_id,
+                    token=token,
+                    query_sha256=query_sha256,
+                    body=output.projection.body,
+                    evidence_status=output.projection.result.evidence_status.value,
+                )
+        except BaseException as exc:
+            # Whatever stopped this call (py-rag, an overload, the READY write, a cancellation),
+            # its claim is released now, not left PENDING to refuse retries until it expires.
             code = exc.code if isinstance(exc, LookupKnowledgeError) else "INTERNAL_ERROR"
-            await self._mark_failed(command, token, query_sha256, code)
+            await asyncio.shield(self._mark_failed(command, token, query_sha256, code))
             raise
 
-        with draft.stage("ledger"):
-            stored = await self._ledger.complete(
-                command.run_id,
-                command.tool_call_id,
-                token=token,
-                query_sha256=query_sha256,
-                body=output.projection.body,
-                evidence_status=output.projection.result.evidence_status.value,
-            )
         if not stored:
             raise Conflict(
                 "another call with the same run_id and tool_call_id completed first",
@@ -173,7 +177,10 @@ class LookupService:
     async def _mark_failed(
         self, command: LookupCommand, token: str, query_sha256: str, code: str
     ) -> None:
-        """Best effort: the call fails either way; an unwritten FAILED expires as PENDING."""
+        """Best effort: the call fails either way; an unwritten FAILED expires as PENDING.
+
+        A READY that did land (its answer lost) is never overwritten: `fail` refuses it.
+        """
         try:
             await self._ledger.fail(
                 command.run_id,
@@ -182,7 +189,7 @@ class LookupService:
                 query_sha256=query_sha256,
                 error_code=code,
             )
-        except LedgerUnavailable:
+        except (LedgerUnavailable, Overloaded):
             log.warning(
                 "ledger FAILED mark not written for %s/%s", command.run_id, command.tool_call_id
             )

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     redis_cluster: bool = False  # REDIS_URL names a Redis Cluster node (keys hash-tag the run)
     ledger_ttl_s: int = Field(604800, ge=1)
     ledger_pending_ttl_s: int = Field(60, ge=1)
+    redis_connect_timeout_s: float = Field(1.0, gt=0, le=60)
+    redis_socket_timeout_s: float = Field(2.0, gt=0, le=60)  # each command's answer
+    redis_pool_timeout_s: float = Field(1.0, gt=0, le=60)  # wait for a pooled connection
 
     # local state (docs/configuration.md#local-state): unset audit paths live under DATA_DIR
     data_dir: Path = Path("./var")

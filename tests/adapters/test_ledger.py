@@ -11,6 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 
 import pytest
@@ -25,7 +26,7 @@ from lookup_knowledge.adapters.ledger_redis import (
     entry_key,
     run_index_key,
 )
-from lookup_knowledge.domain.errors import LedgerUnavailable
+from lookup_knowledge.domain.errors import LedgerUnavailable, Overloaded
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
@@ -525,6 +526,90 @@ async def test_the_redis_client_fails_fast_by_configuration(redis_url: str) -> N
         assert kwargs["socket_timeout"] == SOCKET_TIMEOUT_S <= 2
     finally:
         await ledger.aclose()
+
+
+@asynccontextmanager
+async def slow_answers(redis_url: str, delay_s: float) -> AsyncIterator[str]:
+    """A TCP proxy to Redis that passes everything at once, except that it holds the answers
+    to ledger scripts (EVALSHA) and to commands sent after them for `delay_s`."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        scripted = asyncio.Event()
+
+        async def requests() -> None:
+            while chunk := await reader.read(65536):
+                if b"EVALSHA" in chunk:
+                    scripted.set()
+                up_writer.write(chunk)
+                await up_writer.drain()
+
+        async def answers() -> None:
+            while chunk := await up_reader.read(65536):
+                if scripted.is_set():
+                    await asyncio.sleep(delay_s)
+                writer.write(chunk)
+                await writer.drain()
+
+        with suppress(OSError, asyncio.CancelledError):
+            await asyncio.gather(requests(), answers())
+        writer.close()
+        up_writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        yield f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0"
+        server.close()
+
+
+@pytest.mark.redis
+async def test_a_claim_whose_answer_times_out_is_released_as_failed(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis, redis_url: str
+) -> None:
+    await _ready(redis_ledger, call="call_warm")  # the server now knows the scripts
+    await redis_ledger.fail(RUN, "call_warm2", token="t", query_sha256=QUERY_SHA, error_code="X")
+    async with slow_answers(redis_url, delay_s=0.3) as slow_url:
+        ledger = RedisLedger.from_url(
+            slow_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S, socket_timeout_s=0.1
+        )
+        try:
+            with pytest.raises(LedgerUnavailable):
+                await _claim(ledger)  # the claim lands; its answer comes too late
+        finally:
+            await ledger.aclose()
+    entry = await redis_client.hgetall(entry_key(RUN, CALL))  # type: ignore[misc]
+
+    assert entry[b"status"] == b"FAILED" and entry[b"error"] == b"LEDGER_UNAVAILABLE"
+    retry = RedisLedger.from_url(redis_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+    try:
+        assert await _claim(retry, token="t2") is None  # the same ids run again at once
+    finally:
+        await retry.aclose()
+
+
+@pytest.mark.redis
+async def test_a_pool_that_runs_dry_is_overload_not_a_ledger_outage(
+    redis_client: aioredis.Redis, redis_url: str
+) -> None:
+    async with slow_answers(redis_url, delay_s=0.3) as slow_url:
+        ledger = RedisLedger.from_url(
+            slow_url,
+            ttl_s=TTL_S,
+            pending_ttl_s=PENDING_TTL_S,
+            max_connections=1,
+            pool_timeout_s=0.05,
+        )
+        try:
+            outcomes = await asyncio.gather(
+                _claim(ledger, call="a"), _claim(ledger, call="b"), return_exceptions=True
+            )
+        finally:
+            await ledger.aclose()
+
+    assert sorted(type(o).__name__ for o in outcomes) == ["NoneType", "Overloaded"]
+    (refused,) = [o for o in outcomes if isinstance(o, Overloaded)]
+    assert refused.code == "OVERLOADED" and refused.details == {"pool": "ledger"}
 
 
 @pytest.mark.parametrize(

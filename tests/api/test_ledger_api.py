@@ -273,6 +273,59 @@ async def test_a_ledger_lost_before_ready_hands_out_no_evidence(
     assert b"gw#chunk-1" not in response.content
 
 
+class LedgerThatCannotCompleteOnce(CountingLedger):
+    """The READY write fails once (the store blinked); everything else goes through."""
+
+    def __init__(self, inner: Ledger) -> None:
+        super().__init__(inner, expected_claims=1)
+        self.failures_left = 1
+
+    async def complete(self, *args: Any, **kwargs: Any) -> bool:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise LedgerUnavailable("ledger complete failed: TimeoutError")
+        return await super().complete(*args, **kwargs)
+
+
+async def test_a_failed_ready_write_releases_the_claim_so_the_same_ids_run_again_at_once(
+    open_client: OpenClient, ledger: Ledger
+) -> None:
+    blinking = LedgerThatCannotCompleteOnce(ledger)
+
+    async with open_client(ledger=blinking) as client, respx.mock() as mock:
+        route = mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body(HITS))
+        failed = await client.post(LOOKUP, json=lookup())
+        released = await ledger.get(RUN, CALL)
+        retried = await client.post(LOOKUP, json=lookup())
+
+    assert_error(failed, 503, "LEDGER_UNAVAILABLE")
+    assert released is not None
+    assert (released.status.value, released.error) == ("FAILED", "LEDGER_UNAVAILABLE")
+    assert retried.status_code == 200 and route.call_count == 2
+
+
+async def test_a_lookup_cancelled_while_py_rag_works_releases_its_claim(
+    open_client: OpenClient, ledger: Ledger
+) -> None:
+    asked = asyncio.Event()
+
+    async def never_answers(_: httpx.Request) -> httpx.Response:
+        asked.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async with open_client(ledger=ledger) as client, respx.mock(assert_all_called=False) as mock:
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=never_answers)
+        call = asyncio.ensure_future(client.post(LOOKUP, json=lookup()))
+        await asyncio.wait_for(asked.wait(), timeout=5)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        released = await ledger.get(RUN, CALL)
+
+    assert released is not None and released.status.value == "FAILED"
+
+
 # -- the read routes ---------------------------------------------------------------------
 
 

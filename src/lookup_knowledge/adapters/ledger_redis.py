@@ -18,16 +18,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import MaxConnectionsError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
-from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable
+from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, Overloaded
 from lookup_knowledge.domain.ledger import (
     TOOL_NAME,
     LedgerEntry,
@@ -36,9 +38,13 @@ from lookup_knowledge.domain.ledger import (
     utc_now_iso,
 )
 
-# An unreachable Redis must fail a lookup fast (503), not hold it for the client's defaults.
+# Defaults of REDIS_CONNECT_TIMEOUT_S, REDIS_SOCKET_TIMEOUT_S, REDIS_POOL_TIMEOUT_S and of the
+# pool size (MAX_CONCURRENT_LOOKUPS + 16); see docs/ledger.md#timeouts. An unreachable Redis must
+# fail a lookup fast (503), not hold it for the client's own defaults.
 CONNECT_TIMEOUT_S = 1.0
 SOCKET_TIMEOUT_S = 2.0
+POOL_TIMEOUT_S = 1.0
+MAX_CONNECTIONS = 80
 
 # Keep the run index alive as long as its longest-lived entry; never shorten it.
 _TOUCH_INDEX = """
@@ -162,23 +168,38 @@ class RedisLedger:
         self._fail = client.register_script(_FAIL)
 
     @classmethod
-    def from_url(cls, url: str, *, ttl_s: int, pending_ttl_s: int, cluster: bool = False) -> Self:
-        """Build the pooled client (short timeouts, one immediate retry); connects lazily.
+    def from_url(
+        cls,
+        url: str,
+        *,
+        ttl_s: int,
+        pending_ttl_s: int,
+        cluster: bool = False,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        socket_timeout_s: float = SOCKET_TIMEOUT_S,
+        pool_timeout_s: float = POOL_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> Self:
+        """Build the pooled client (one timeout per thing, one immediate retry); connects lazily.
 
-        With `cluster`, `url` names any node of a Redis Cluster: a run's keys share one slot
-        (the hash tag), so every script still touches a single node.
+        The pool is bounded: a flood of callers waits up to `pool_timeout_s` for a connection
+        instead of opening one each. With `cluster`, `url` names any node of a Redis Cluster
+        (bounded per node, refusing at once past the bound): a run's keys share one slot (the
+        hash tag), so every script still touches a single node.
         """
         options: dict[str, Any] = {
             "decode_responses": False,
-            "socket_connect_timeout": CONNECT_TIMEOUT_S,
-            "socket_timeout": SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": connect_timeout_s,
+            "socket_timeout": socket_timeout_s,
             "retry": Retry(NoBackoff(), 1),
+            "max_connections": max_connections,
         }
         client: aioredis.Redis | aioredis.RedisCluster
         if cluster:
             client = aioredis.RedisCluster.from_url(url, **options)
         else:
-            client = aioredis.Redis.from_url(url, **options)
+            pool = aioredis.BlockingConnectionPool.from_url(url, timeout=pool_timeout_s, **options)
+            client = aioredis.Redis.from_pool(pool)  # the client owns the pool and closes it
         return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s)
 
     async def aclose(self) -> None:
@@ -190,9 +211,23 @@ class RedisLedger:
     ) -> LedgerEntry | None:
         """None when this caller now holds the PENDING claim; else the entry that blocks it."""
         args = [*_head(run_id, tool_call_id, token, query_sha256), self._pending_ttl_ms, _score()]
-        with _store_errors("claim"):
-            await self._ready()
-            reply = await self._claim(keys=self._keys(run_id, tool_call_id), args=args)
+        try:
+            with _store_errors("claim"):
+                await self._ready()
+                reply = await self._claim(keys=self._keys(run_id, tool_call_id), args=args)
+        except LedgerUnavailable as exc:
+            if isinstance(exc.__cause__, RedisTimeoutError):
+                # The script may have run with its answer lost: release the claim it may have
+                # made, so a retry of these ids is not refused as in flight until it expires.
+                with suppress(LedgerUnavailable, Overloaded):
+                    await self.fail(
+                        run_id,
+                        tool_call_id,
+                        token=token,
+                        query_sha256=query_sha256,
+                        error_code=exc.code,
+                    )
+            raise
         if reply is None:
             return None
         return _entry(_pairs(cast(Sequence[bytes], reply)))
@@ -306,15 +341,28 @@ class RedisLedger:
 
 @contextmanager
 def _store_errors(operation: str) -> Iterator[None]:
-    """Any failure to reach or use the store is LedgerUnavailable (fail closed)."""
+    """Any failure to reach or use the store is LedgerUnavailable (fail closed), except a pool
+    that ran dry: that is this service's own limit, so Overloaded."""
     try:
         yield
     except (RedisError, OSError) as exc:
+        if _pool_ran_dry(exc):
+            raise Overloaded(
+                "every connection to the ledger is in use; this service is at its limit",
+                details={"pool": "ledger"},
+            ) from exc
         # The message names the failure, never the URL (it may carry a password).
         raise LedgerUnavailable(
             f"ledger {operation} failed: {type(exc).__name__}",
             details={"operation": operation},
         ) from exc
+
+
+def _pool_ran_dry(exc: BaseException) -> bool:
+    """BlockingConnectionPool's wait timed out, or a cluster node's pool is at its bound."""
+    if isinstance(exc, MaxConnectionsError):
+        return True
+    return isinstance(exc, RedisConnectionError) and isinstance(exc.__cause__, TimeoutError)
 
 
 def _tag(run_id: str) -> str:
