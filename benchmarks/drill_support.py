@@ -63,13 +63,15 @@ def private_redis(workdir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def process(args: list[str], *, env: dict[str, str], port: int, log: Path) -> Iterator[None]:
+def process(
+    args: list[str], *, env: dict[str, str], port: int, log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
     """Start a process, wait until it listens on `port`, stop it afterwards."""
     with log.open("wb") as out:
         child = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             wait_for_port(port)
-            yield
+            yield child
         finally:
             child.terminate()
             try:
@@ -87,9 +89,20 @@ def fake_pyrag(workdir: Path, *, delay_ms: float) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
 
 
+@dataclass(slots=True)
+class Service:
+    port: int
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the service process has used so far (Linux)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def service(workdir: Path, env: dict[str, str]) -> Iterator[int]:
-    """`lookup-knowledge serve` with a clean environment plus `env`; yields its port."""
+def service(workdir: Path, env: dict[str, str]) -> Iterator[Service]:
+    """`lookup-knowledge serve` with a clean environment plus `env`."""
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG"}}
     clean.update(
@@ -108,8 +121,8 @@ def service(workdir: Path, env: dict[str, str]) -> Iterator[int]:
         env=clean,
         port=port,
         log=workdir / f"service-{port}.log",
-    ):
-        yield port
+    ) as child:
+        yield Service(port=port, pid=child.pid)
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 from drill_support import (
     Answer,
     Connection,
+    Service,
     fake_pyrag,
     lookup_body,
     one_shot,
@@ -76,20 +77,28 @@ def histogram(answers: list[Answer]) -> str:
     return ", ".join(f"{n} × {label}" for label, n in counts.most_common())
 
 
-async def drill(args: argparse.Namespace, port: int) -> None:
+async def drill(args: argparse.Namespace, svc: Service) -> None:
+    port = svc.port
     stamp = str(int(time.time()))
     for i in range(30):  # warm-up: imports, pools, scripts
         await one_shot(port, "POST", LOOKUP, lookup_body(f"warm-{stamp}", f"w{i}"))
 
     best = 0.0
     for workers in args.closed_loop:
+        cpu = svc.cpu_seconds()
         rate, failed = await closed_loop(port, f"loop-{stamp}", workers, args.loop_seconds)
-        print(f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200)")
+        used = (svc.cpu_seconds() - cpu) / args.loop_seconds
+        print(
+            f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200), "
+            f"service CPU {100 * used:.0f}% of a core"
+        )
         best = max(best, rate)
     print(f"closed-loop maximum: {best:.1f} lookups/s")
 
     run_id = f"burst-{stamp}"
+    cpu = svc.cpu_seconds()
     answers, started = await burst(port, run_id, args.burst)
+    burst_cpu = svc.cpu_seconds() - cpu
     print(f"\nburst of {args.burst}: {histogram(answers)}")
     ok = [a for a in answers if a.status == 200]
     if ok:
@@ -105,7 +114,8 @@ async def drill(args: argparse.Namespace, port: int) -> None:
     if shed:
         after = collections.Counter(a.headers.get("retry-after") for a in shed)
         print(f"Retry-After on OVERLOADED: {dict(after)}")
-    print(f"whole burst answered in {max(a.done_at for a in answers) - started:.2f} s")
+    wall = max(a.done_at for a in answers) - started
+    print(f"whole burst answered in {wall:.2f} s, service CPU {burst_cpu:.2f} s")
 
     failed_ids = [f"b{i}" for i, a in enumerate(answers) if a.status != 200]
     if failed_ids:
@@ -148,8 +158,8 @@ def main() -> None:
         env = {"REDIS_URL": redis_url, "PYRAG_BASE_URL": pyrag_url}
         env.update(dict(item.split("=", 1) for item in args.env))
         print(f"service env: {env}; workdir {workdir}")
-        with service(workdir, env) as port:
-            asyncio.run(drill(args, port))
+        with service(workdir, env) as svc:
+            asyncio.run(drill(args, svc))
 
 
 if __name__ == "__main__":

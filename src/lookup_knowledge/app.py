@@ -15,7 +15,7 @@ from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.pyrag import PyragClient, pyrag_http_client
 from lookup_knowledge.api import health, lookup
 from lookup_knowledge.api import ledger as ledger_routes
-from lookup_knowledge.api.admission import AdmissionGate
+from lookup_knowledge.api.admission import AdmissionGate, AdmissionMiddleware
 from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
@@ -130,12 +130,6 @@ async def open_resources(
         observer=LookupTelemetry(metrics),
         max_query_chars=settings.max_query_chars,
     )
-    gate = AdmissionGate(
-        limit=settings.max_concurrent_lookups,
-        queue_max=settings.lookup_queue_max,
-        wait_s=settings.lookup_queue_timeout_s,
-        observer=metrics,
-    )
     return Resources(
         settings=settings,
         search=search,
@@ -143,7 +137,6 @@ async def open_resources(
         audit=audit_port,
         service=service,
         guard_outcomes=guard_outcomes or GuardTelemetry(metrics),
-        gate=gate,
     )
 
 
@@ -190,6 +183,15 @@ def create_app(
     )
     app.state.metrics = metrics
     install_error_handlers(app)
+    gate = AdmissionGate(
+        limit=settings.max_concurrent_lookups,
+        queue_max=settings.lookup_queue_max,
+        wait_s=settings.lookup_queue_timeout_s,
+        observer=metrics,
+    )
+    # Outermost first: request id and metrics, the body cap, then admission — so a slow body
+    # never holds a lookup slot, and a refused lookup costs no parsing and no validation.
+    app.add_middleware(AdmissionMiddleware, gate=gate, method="POST", path="/lookup_knowledge")
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.include_router(lookup.router, dependencies=[require(Role.LOOKUP)])

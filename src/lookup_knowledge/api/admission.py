@@ -1,8 +1,9 @@
 """Admission control: a bounded number of lookups run at once (docs/http-api.md#overload).
 
 Beyond `limit`, a lookup waits in a bounded FIFO queue for at most `wait_s`, then is refused
-with 503 OVERLOADED. The gate sits in front of the service, so a refused lookup never touched
-the ledger: nothing to release, and the same ids can be sent again as they are.
+with 503 OVERLOADED. The gate is a pure ASGI middleware in front of the route: a refused lookup
+never touched the ledger (nothing to release; the same ids can be sent again as they are), and
+refusing costs no parsing and no validation, so shedding stays cheap while the process is busy.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Protocol
 
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lookup_knowledge.api.errors import envelope
 from lookup_knowledge.domain.errors import Overloaded
 
 RETRY_AFTER_S = 1
@@ -57,13 +61,14 @@ class AdmissionGate:
     @asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
         """Hold one slot for the body of the `async with`; raise Overloaded if none comes."""
-        await self._acquire()
+        await self.acquire()
         try:
             yield
         finally:
-            self._release()
+            self.release()
 
-    async def _acquire(self) -> None:
+    async def acquire(self) -> None:
+        """Take a slot, waiting in the queue if need be; raise Overloaded if none comes."""
         if self._running < self.limit and not self._waiters:
             self._running += 1
             self._changed()
@@ -80,7 +85,7 @@ class AdmissionGate:
         except BaseException:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 # A slot was handed over just as this caller was cancelled: pass it on.
-                self._release()
+                self.release()
             with suppress(ValueError):
                 self._waiters.remove(waiter)
             self._changed()
@@ -92,7 +97,8 @@ class AdmissionGate:
         if not waiter.done():
             waiter.set_exception(self._refuse("wait_timeout"))
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Give the slot back, or straight to the oldest waiter."""
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
@@ -120,3 +126,30 @@ class AdmissionGate:
     def _changed(self) -> None:
         if self._observer is not None:
             self._observer.admission_changed(running=self._running, waiting=len(self._waiters))
+
+
+class AdmissionMiddleware:
+    """Pure ASGI: requests to one route take a slot of `gate` for their whole handling."""
+
+    def __init__(self, app: ASGIApp, *, gate: AdmissionGate, method: str, path: str) -> None:
+        self.app = app
+        self.gate = gate
+        self.method = method
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != self.method:
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.gate.acquire()
+        except Overloaded as refused:
+            response = envelope(
+                refused.status_code, refused.code, refused.message, refused.details, refused.headers
+            )
+            await response(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.gate.release()

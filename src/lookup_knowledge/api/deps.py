@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 
-from lookup_knowledge.api.admission import AdmissionGate
 from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort, SearchPort
 from lookup_knowledge.settings import Settings
 
@@ -25,7 +24,6 @@ class Resources:
     audit: AuditPort
     service: LookupService
     guard_outcomes: GuardOutcomePort
-    gate: AdmissionGate
 
 
 def get_resources(request: Request) -> Resources:
@@ -45,12 +43,7 @@ def get_service(request: Request) -> LookupService:
     return get_resources(request).service
 
 
-def get_gate(request: Request) -> AdmissionGate:
-    return get_resources(request).gate
-
-
 ResourcesDep = Annotated[Resources, Depends(get_resources)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 LedgerDep = Annotated[LedgerPort, Depends(get_ledger)]
 ServiceDep = Annotated["LookupService", Depends(get_service)]
-GateDep = Annotated[AdmissionGate, Depends(get_gate)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from lookup_knowledge.api.deps import GateDep, ServiceDep
+from lookup_knowledge.api.deps import ServiceDep
 from lookup_knowledge.api.schemas import LookupRequest
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.service import LookupCommand
@@ -23,7 +23,7 @@ router = APIRouter()
         504: {"description": "py-rag slower than PYRAG_TIMEOUT_S"},
     },
 )
-async def lookup_knowledge(request: LookupRequest, service: ServiceDep, gate: GateDep) -> Response:
+async def lookup_knowledge(request: LookupRequest, service: ServiceDep) -> Response:
     """Look up governed evidence for an agent's query."""
     command = LookupCommand(
         run_id=request.run_id,
@@ -32,7 +32,6 @@ async def lookup_knowledge(request: LookupRequest, service: ServiceDep, gate: Ga
         step_id=request.step_id,
         filters=request.filters,
     )
-    async with gate.admit():  # before the ledger claim: a refused call leaves nothing behind
-        answer = await service.lookup(command)
+    answer = await service.lookup(command)  # admitted already (api/admission.py)
     headers = {"X-Ledger-Replayed": "true"} if answer.replayed else None
     return Response(content=answer.body, media_type="application/json", headers=headers)
