@@ -26,7 +26,7 @@ from lookup_knowledge.adapters.ledger_redis import (
     entry_key,
     run_index_key,
 )
-from lookup_knowledge.domain.errors import LedgerUnavailable, Overloaded
+from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, Overloaded
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
@@ -150,6 +150,18 @@ async def _complete(
 
 async def _fail(ledger: Ledger, token: str = "t1", code: str = "UPSTREAM_ERROR") -> bool:
     return await ledger.fail(RUN, CALL, token=token, query_sha256=QUERY_SHA, error_code=code)
+
+
+async def _listed(ledger: Ledger, run_id: str = RUN) -> list[LedgerEntry]:
+    """Every entry of the run, page after page (pages of 2, so paging is exercised)."""
+    entries: list[LedgerEntry] = []
+    cursor = None
+    while True:
+        page = await ledger.list_run(run_id, after=cursor, limit=2, with_bodies=False)
+        entries.extend(page.entries)
+        if page.next_cursor is None:
+            return entries
+        cursor = page.next_cursor
 
 
 async def _ready(ledger: Ledger, token: str = "t1", *, call: str = CALL) -> None:
@@ -313,7 +325,7 @@ async def test_a_run_listing_holds_only_that_runs_entries_in_first_write_order(
     await _ready(backend.ledger, "c", call="call_c")
     await backend.ledger.claim("run-other", "call_z", query_sha256=QUERY_SHA, token="z")
 
-    entries = await backend.ledger.list_run(RUN)
+    entries = await _listed(backend.ledger)
 
     assert [e.tool_call_id for e in entries] == ["call_b", "call_a", "call_c"]
     assert [e.status for e in entries] == [
@@ -321,7 +333,35 @@ async def test_a_run_listing_holds_only_that_runs_entries_in_first_write_order(
         LedgerStatus.PENDING,
         LedgerStatus.READY,
     ]
-    assert await backend.ledger.list_run("run-unknown") == []
+    assert await _listed(backend.ledger, "run-unknown") == []
+
+
+async def test_a_run_is_listed_in_pages_that_follow_each_other_through_the_cursor(
+    backend: Backend,
+) -> None:
+    for i in range(5):
+        await _ready(backend.ledger, f"t{i}", call=f"call_{i}")
+        await asyncio.sleep(0.002)
+
+    first = await backend.ledger.list_run(RUN, after=None, limit=2, with_bodies=False)
+    second = await backend.ledger.list_run(RUN, after=first.next_cursor, limit=2, with_bodies=True)
+    last = await backend.ledger.list_run(RUN, after=second.next_cursor, limit=2, with_bodies=False)
+
+    assert [e.tool_call_id for e in first.entries] == ["call_0", "call_1"]
+    assert first.next_cursor == "call_1"
+    assert [e.tool_call_id for e in second.entries] == ["call_2", "call_3"]
+    assert [e.tool_call_id for e in last.entries] == ["call_4"] and last.next_cursor is None
+    assert all(e.body is None and e.result_sha256 for e in first.entries + last.entries)
+    assert all(e.body == BODY for e in second.entries)
+
+
+async def test_a_cursor_that_is_not_an_entry_of_the_run_is_an_invalid_request(
+    backend: Backend,
+) -> None:
+    await _ready(backend.ledger)
+
+    with pytest.raises(InvalidRequest):
+        await backend.ledger.list_run(RUN, after="call_nobody", limit=10, with_bodies=False)
 
 
 async def test_ping_answers_when_the_store_is_up(backend: Backend) -> None:
@@ -341,7 +381,7 @@ async def test_a_pending_claim_left_by_a_crash_expires_after_the_pending_ttl(
 
     await backend.advance(2)
     assert await backend.ledger.get(RUN, CALL) is None
-    assert await backend.ledger.list_run(RUN) == []
+    assert await _listed(backend.ledger) == []
     assert await _claim(backend.ledger, "t2") is None
 
 
@@ -351,12 +391,12 @@ async def test_ready_and_failed_entries_live_for_the_ledger_ttl(backend: Backend
     await backend.ledger.fail(RUN, "call_f", token="f", query_sha256=QUERY_SHA, error_code="X")
 
     await backend.advance(PENDING_TTL_S * 10)
-    assert len(await backend.ledger.list_run(RUN)) == 2
+    assert len(await _listed(backend.ledger)) == 2
 
     await backend.advance(TTL_S - PENDING_TTL_S * 10 + 1)
     assert await backend.ledger.get(RUN, CALL) is None
     assert await backend.ledger.get(RUN, "call_f") is None
-    assert await backend.ledger.list_run(RUN) == []
+    assert await _listed(backend.ledger) == []
 
 
 # -- racing writers ----------------------------------------------------------------------
@@ -619,7 +659,7 @@ async def test_a_pool_that_runs_dry_is_overload_not_a_ledger_outage(
         lambda lg: _complete(lg),
         lambda lg: _fail(lg),
         lambda lg: lg.get(RUN, CALL),
-        lambda lg: lg.list_run(RUN),
+        lambda lg: lg.list_run(RUN, after=None, limit=10, with_bodies=False),
         lambda lg: lg.ping(),
     ],
     ids=["claim", "complete", "fail", "get", "list_run", "ping"],

@@ -20,7 +20,7 @@ from builders import pyrag_body, raw_hit
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.ledger_redis import RedisLedger
 from lookup_knowledge.domain.errors import LedgerUnavailable
-from lookup_knowledge.domain.ledger import LedgerEntry, sha256_hex
+from lookup_knowledge.domain.ledger import LedgerEntry, RunPage, sha256_hex
 from lookup_knowledge.guard import CitationKind, verify_citation
 from support import PYRAG_SEARCH_URL, OpenClient
 
@@ -84,8 +84,8 @@ class CountingLedger:
     async def get(self, run_id: str, tool_call_id: str) -> LedgerEntry | None:
         return await self._inner.get(run_id, tool_call_id)
 
-    async def list_run(self, run_id: str) -> list[LedgerEntry]:
-        return await self._inner.list_run(run_id)
+    async def list_run(self, run_id: str, **kwargs: Any) -> RunPage:
+        return await self._inner.list_run(run_id, **kwargs)
 
     async def ping(self) -> None:
         await self._inner.ping()
@@ -368,7 +368,58 @@ async def test_a_run_listing_holds_its_entries_without_results(
     ]
     assert all("result" not in e for e in data["entries"])
     assert data["entries"][0]["result_sha256"] is not None
-    assert empty.status_code == 200 and empty.json() == {"run_id": "run-nobody", "entries": []}
+    assert data["next_cursor"] is None
+    assert empty.status_code == 200
+    assert empty.json() == {"run_id": "run-nobody", "entries": [], "next_cursor": None}
+
+
+async def test_the_run_listing_is_paged_and_carries_results_only_when_asked(
+    open_client: OpenClient, ledger: Ledger
+) -> None:
+    async with open_client(ledger=ledger) as client, respx.mock() as mock:
+        mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body(HITS))
+        answers = []
+        for i in range(3):
+            answers.append(await client.post(LOOKUP, json=lookup(call=f"call_{i}")))
+            await asyncio.sleep(0.003)
+        first = await client.get(f"/ledger/{RUN}", params={"limit": 2})
+        cursor = first.json()["next_cursor"]
+        rest = await client.get(
+            f"/ledger/{RUN}", params={"limit": 2, "cursor": cursor, "include": "result"}
+        )
+
+    assert [e["tool_call_id"] for e in first.json()["entries"]] == ["call_0", "call_1"]
+    assert all("result" not in e for e in first.json()["entries"])
+    assert cursor == "call_1"
+    (last,) = rest.json()["entries"]
+    assert last["tool_call_id"] == "call_2" and rest.json()["next_cursor"] is None
+    assert b',"result":' + answers[2].content + b',"result_sha256":' in rest.content
+
+
+async def test_the_run_listing_gives_fifty_entries_by_default(
+    open_client: OpenClient, ledger: Ledger
+) -> None:
+    for i in range(51):
+        await ledger.claim(RUN, f"call_{i:02}", query_sha256=sha256_hex(QUERY), token="t")
+    async with open_client(ledger=ledger) as client:
+        page = (await client.get(f"/ledger/{RUN}")).json()
+
+    assert len(page["entries"]) == 50 and page["next_cursor"] == page["entries"][-1]["tool_call_id"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"limit": 0}, {"limit": 101}, {"include": "body"}, {"cursor": "call x"}, {"cursor": "nobody"}],
+    ids=["limit 0", "limit over 100", "unknown include", "cursor outside the charset", "stale"],
+)
+async def test_bad_listing_parameters_are_invalid_requests(
+    open_client: OpenClient, ledger: Ledger, params: dict[str, Any]
+) -> None:
+    await ledger.claim(RUN, CALL, query_sha256=sha256_hex(QUERY), token="t")
+    async with open_client(ledger=ledger) as client:
+        response = await client.get(f"/ledger/{RUN}", params=params)
+
+    assert_error(response, 422, "INVALID_REQUEST")
 
 
 @pytest.mark.parametrize(

@@ -124,13 +124,15 @@ async def test_bad_arguments_are_a_tool_error_naming_the_field_and_leave_no_trac
         with respx.mock(assert_all_called=False) as mock:
             route = mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body(HITS))
             result = await client.call_tool("lookup_knowledge", arguments)
-        listed = await resources.ledger.list_run("run-process")
+        listed = (
+            await resources.ledger.list_run("run-process", after=None, limit=100, with_bodies=False)
+        ).entries
     assert result.is_error is True
     error = (result.structured_content or {})["error"]
     assert error["code"] == "INVALID_REQUEST"
     assert error["details"]["field"] == field
     assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
-    assert route.call_count == 0 and listed == [] and audit.records == []
+    assert route.call_count == 0 and listed == () and audit.records == []
 
 
 async def test_an_id_in_meta_outside_the_charset_is_refused_before_the_ledger(

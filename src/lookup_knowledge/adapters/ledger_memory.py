@@ -13,9 +13,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import islice
 
-from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex, utc_now_iso
+from lookup_knowledge.domain.errors import InvalidRequest
+from lookup_knowledge.domain.ledger import (
+    LedgerEntry,
+    LedgerStatus,
+    RunPage,
+    sha256_hex,
+    utc_now_iso,
+)
 
 # Expired entries are dropped lazily on access, and swept at most this often on writes.
 _MAX_SWEEP_INTERVAL_S = 60.0
@@ -130,11 +138,29 @@ class MemoryLedger:
         slot = self._live(run_id, tool_call_id, self._clock())
         return slot.entry if slot is not None else None
 
-    async def list_run(self, run_id: str) -> list[LedgerEntry]:
-        """The run's live entries, in the order they were first written."""
+    async def list_run(
+        self, run_id: str, *, after: str | None, limit: int, with_bodies: bool
+    ) -> RunPage:
+        """Up to `limit` live entries after `after`, in the order they were first written."""
         now = self._clock()
         calls = self._runs.get(run_id, {})
-        return [s.entry for s in calls.values() if s.expires_at > now]
+        ids = iter(calls)
+        if after is not None:
+            if after not in calls:
+                raise InvalidRequest(
+                    "cursor is not an entry of this run", details={"field": "cursor"}
+                )
+            for call_id in ids:
+                if call_id == after:
+                    break
+        page = list(islice(ids, limit + 1))
+        listed = [calls[call_id] for call_id in page[:limit]]
+        entries = tuple(
+            slot.entry if with_bodies else replace(slot.entry, body=None)
+            for slot in listed
+            if slot.expires_at > now
+        )
+        return RunPage(entries=entries, next_cursor=page[limit - 1] if len(page) > limit else None)
 
     async def ping(self) -> None:
         """Always reachable."""

@@ -8,9 +8,8 @@ Redis Cluster slot, which is what lets a Lua script touch both:
     lk:ledger:{<run_id>}:<tool_call_id>   hash: the entry fields, `body` = the response bytes
     lk:ledger-run:{<run_id>}              zset: tool_call_id scored by first-write time (ms)
 
-Every transition is one Lua script, so the check and the write are atomic in Redis. A
-script answers a retry of its own caller's write as a success (same token, and for READY
-the same body), so the client's single retry after a dropped connection is harmless.
+Every transition is one Lua script (ledger_redis_scripts.py), so the check and the write are
+atomic in Redis, and a retry of a caller's own write is answered as a success.
 """
 
 from __future__ import annotations
@@ -29,11 +28,13 @@ from redis.exceptions import MaxConnectionsError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
+from lookup_knowledge.adapters import ledger_redis_scripts as scripts
 from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, Overloaded
 from lookup_knowledge.domain.ledger import (
     TOOL_NAME,
     LedgerEntry,
     LedgerStatus,
+    RunPage,
     sha256_hex,
     utc_now_iso,
 )
@@ -46,81 +47,17 @@ SOCKET_TIMEOUT_S = 2.0
 POOL_TIMEOUT_S = 1.0
 MAX_CONNECTIONS = 80
 
-# Keep the run index alive as long as its longest-lived entry; never shorten it.
-_TOUCH_INDEX = """
-redis.call('ZADD', KEYS[2], 'NX', ARGV[#ARGV], ARGV[2])
-local ttl = tonumber(ARGV[#ARGV - 1])
-if redis.call('PTTL', KEYS[2]) < ttl then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-"""
-
-# KEYS: entry, run index
-# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, ttl_ms, score
-_CLAIM = (
-    """
-local cur = redis.call('HMGET', KEYS[1], 'status', 'token')
-if cur[1] == 'PENDING' and cur[2] == ARGV[4] then
-  return false
-end
-if cur[1] and cur[1] ~= 'FAILED' then
-  return redis.call('HGETALL', KEYS[1])
-end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
-  'status', 'PENDING', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
-"""
-    + _TOUCH_INDEX
-    + """
-return false
-"""
-)
-
-# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at,
-#       body, result_sha256, evidence_status, ttl_ms, score
-_COMPLETE = (
-    """
-local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'result_sha256', 'created_at')
-if cur[1] == 'READY' then
-  if cur[2] == ARGV[4] and cur[3] == ARGV[8] then return 1 end
-  return 0
-end
-if cur[1] == 'PENDING' and cur[2] ~= ARGV[4] then
-  return 0
-end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
-  'status', 'READY', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[4] or ARGV[6],
-  'body', ARGV[7], 'result_sha256', ARGV[8], 'evidence_status', ARGV[9])
-redis.call('PEXPIRE', KEYS[1], ARGV[10])
-"""
-    + _TOUCH_INDEX
-    + """
-return 1
-"""
-)
-
-# ARGV: run_id, tool_call_id, tool_name, token, query_sha256, created_at, error, ttl_ms, score
-_FAIL = (
-    """
-local cur = redis.call('HMGET', KEYS[1], 'status', 'token', 'created_at')
-if cur[1] == 'READY' then
-  return 0
-end
-if cur[1] == 'PENDING' and cur[2] ~= ARGV[4] then
-  return 0
-end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'run_id', ARGV[1], 'tool_call_id', ARGV[2], 'tool_name', ARGV[3],
-  'status', 'FAILED', 'token', ARGV[4], 'query_sha256', ARGV[5], 'created_at', cur[3] or ARGV[6],
-  'error', ARGV[7])
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
-"""
-    + _TOUCH_INDEX
-    + """
-return 1
-"""
+# What the run listing shows of an entry: everything but the body.
+_SUMMARY_FIELDS = (
+    "run_id",
+    "tool_call_id",
+    "tool_name",
+    "status",
+    "query_sha256",
+    "created_at",
+    "evidence_status",
+    "result_sha256",
+    "error",
 )
 
 
@@ -163,9 +100,10 @@ class RedisLedger:
         self._init_lock = asyncio.Lock()
         self._ttl_ms = ttl_s * 1000
         self._pending_ttl_ms = pending_ttl_s * 1000
-        self._claim = client.register_script(_CLAIM)
-        self._complete = client.register_script(_COMPLETE)
-        self._fail = client.register_script(_FAIL)
+        self._claim = client.register_script(scripts.CLAIM)
+        self._complete = client.register_script(scripts.COMPLETE)
+        self._fail = client.register_script(scripts.FAIL)
+        self._page = client.register_script(scripts.PAGE)
 
     @classmethod
     def from_url(
@@ -279,20 +217,34 @@ class RedisLedger:
             fields = await cast(Any, self._client.hgetall(key))
         return _entry(fields) if fields else None
 
-    async def list_run(self, run_id: str) -> list[LedgerEntry]:
-        """The run's live entries, in the order they were first written."""
+    async def list_run(
+        self, run_id: str, *, after: str | None, limit: int, with_bodies: bool
+    ) -> RunPage:
+        """Up to `limit` live entries after `after`, in first-write order; one index read
+        plus one pipelined read of just the listed entries (bodies only `with_bodies`)."""
         with _store_errors("read"):
             await self._ready()
-            index = run_index_key(run_id)
-            members: list[bytes] = await cast(Any, self._client.zrange(index, 0, -1))
-            if not members:
-                return []
+            members = await self._page(keys=[run_index_key(run_id)], args=[after or "", limit])
+            if members is None:
+                raise InvalidRequest(
+                    "cursor is not an entry of this run", details={"field": "cursor"}
+                )
+            page = [m.decode("utf-8") for m in cast(list[bytes], members)]
+            listed = page[:limit]
             async with self._client.pipeline(transaction=False) as pipe:
-                for member in members:
-                    pipe.hgetall(entry_key(run_id, member.decode("utf-8")))
-                replies: list[dict[bytes, bytes]] = await pipe.execute()
+                for call_id in listed:
+                    key = entry_key(run_id, call_id)
+                    if with_bodies:
+                        pipe.hgetall(key)
+                    else:
+                        pipe.hmget(key, _SUMMARY_FIELDS)
+                replies: list[Any] = await pipe.execute() if listed else []
+        rows = replies if with_bodies else [_fields(_SUMMARY_FIELDS, r) for r in replies]
         # Index members outlive entries that expired earlier; those are simply skipped.
-        return [_entry(fields) for fields in replies if fields]
+        return RunPage(
+            entries=tuple(_entry(fields) for fields in rows if fields),
+            next_cursor=listed[-1] if len(page) > limit else None,
+        )
 
     async def ping(self) -> None:
         """PING the server (for /readyz)."""
@@ -378,6 +330,11 @@ def _head(run_id: str, tool_call_id: str, token: str, query_sha256: str) -> list
 
 def _score() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _fields(names: Sequence[str], values: Sequence[bytes | None]) -> dict[bytes, bytes]:
+    """HMGET's answer as a mapping of the fields that are set ({} for a missing entry)."""
+    return {n.encode(): v for n, v in zip(names, values, strict=True) if v is not None}
 
 
 def _pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:

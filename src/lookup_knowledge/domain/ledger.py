@@ -62,10 +62,38 @@ class LedgerEntry:
         parts.append("," + _compact(tail)[1:])
         return "".join(parts).encode("utf-8")
 
-    def to_summary(self) -> dict[str, object]:
-        """The entry without `result`, for the run listing."""
-        data: dict[str, object] = json.loads(self.to_json_bytes(include_result=False))
-        return data
+
+# GET /ledger/{run_id}: entries per page, by default and at most (docs/ledger.md#read-routes).
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """One page of a run's entries in first-write order; `body` is None unless asked for.
+
+    `next_cursor` is the tool_call_id to list after for the next page; None on the last page.
+    A page may hold fewer entries than asked while more follow: entries that expired before
+    their run's index are skipped.
+    """
+
+    entries: tuple[LedgerEntry, ...]
+    next_cursor: str | None
+
+    def to_json_bytes(self, run_id: str, *, include_result: bool) -> bytes:
+        """The listing as served; each entry's `result` embeds the stored bytes verbatim."""
+        entries = b",".join(e.to_json_bytes(include_result=include_result) for e in self.entries)
+        return b"".join(
+            (
+                b'{"run_id":',
+                _compact(run_id).encode("utf-8"),
+                b',"entries":[',
+                entries,
+                b'],"next_cursor":',
+                _compact(self.next_cursor).encode("utf-8"),
+                b"}",
+            )
+        )
 
 
 def _compact(obj: object) -> str:

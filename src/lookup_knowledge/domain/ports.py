@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
 from lookup_knowledge.domain.guard import GuardOutcome
-from lookup_knowledge.domain.ledger import LedgerEntry
+from lookup_knowledge.domain.ledger import LedgerEntry, RunPage
 from lookup_knowledge.domain.models import SearchOutcome
 
 
@@ -68,7 +68,13 @@ class LedgerPort(Protocol):
 
     async def get(self, run_id: str, tool_call_id: str) -> LedgerEntry | None: ...
 
-    async def list_run(self, run_id: str) -> list[LedgerEntry]: ...
+    async def list_run(
+        self, run_id: str, *, after: str | None, limit: int, with_bodies: bool
+    ) -> RunPage:
+        """Up to `limit` live entries after the entry `after` (None: from the first), in
+        first-write order; bodies only `with_bodies`. Raises InvalidRequest for an `after`
+        that is not an entry of the run."""
+        ...
 
     async def ping(self) -> None: ...
 
