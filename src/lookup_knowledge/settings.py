@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -15,6 +16,8 @@ REDIS_URL_SCHEMES = ("redis", "rediss", "unix")
 # Largest id the API accepts (docs/http-api.md#request-limits), used to prove the byte budget can
 # always hold a result.
 MAX_ID_CHARS = 128
+# A bearer token as RFC 6750 section 2.1 writes it; a configured token must be one to be usable.
+B64TOKEN = r"[A-Za-z0-9\-._~+/]+=*"
 # Connections kept beyond MAX_CONCURRENT_LOOKUPS in each pool (py-rag, Redis): readiness probes,
 # ledger reads, and calls whose caller went away finishing on their own.
 POOL_HEADROOM = 16
@@ -152,6 +155,12 @@ class Settings(BaseSettings):
         # "," would otherwise leave the role open while its operator believes it guarded.
         if value is not None and not _split_tokens(value):
             raise ValueError("holds no token (comma-separated bearer tokens, or unset)")
+        for token in _split_tokens(value):
+            if not re.fullmatch(B64TOKEN, token):
+                raise ValueError(
+                    "each token must be an RFC 6750 b64token: letters, digits and -._~+/, "
+                    "then = padding"
+                )
         return value
 
     @field_validator("log_level")

@@ -67,6 +67,60 @@ async def test_the_auth_matrix(
         assert response.headers["www-authenticate"] == "Bearer"
 
 
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (b"Bearer " + LOOKUP_TOKEN.encode(), 200),
+        (b"bearer   " + LOOKUP_TOKEN.encode() + b" \t", 200),
+        (b"Bearer " + LOOKUP_TOKEN.encode() + b"\xa0", 401),
+        (b"Bearer\xa0" + LOOKUP_TOKEN.encode(), 401),
+        (b"Bearer\t" + LOOKUP_TOKEN.encode(), 401),
+        (b"Bearer " + LOOKUP_TOKEN.encode() + b" extra", 401),
+        (b"Bearer", 401),
+    ],
+    ids=[
+        "plain",
+        "any case, spaces and a trailing tab",
+        "trailing no-break space",
+        "no-break space after the scheme",
+        "tab after the scheme",
+        "a second word",
+        "no token",
+    ],
+)
+async def test_bearer_credentials_are_parsed_as_rfc_6750_writes_them(
+    open_client: OpenClient, authorization: bytes, status: int
+) -> None:
+    async with (
+        open_client(audit=RecordingAudit(), **AUTH) as client,
+        respx.mock(assert_all_called=False) as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("a#chunk-0")]))
+        response = await client.post(
+            "/lookup_knowledge", json=BODY, headers={"Authorization": authorization}
+        )
+    assert response.status_code == status, response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("TRACE", "/healthz", {"GET"}),
+        ("POST", "/readyz", {"GET"}),
+        ("GET", "/lookup_knowledge", {"POST"}),
+        ("DELETE", "/ledger/run-1/call-1", {"GET"}),
+    ],
+)
+async def test_a_wrong_method_is_405_with_the_allowed_ones(
+    open_client: OpenClient, method: str, path: str, allow: set[str]
+) -> None:
+    async with open_client(audit=RecordingAudit()) as client:
+        response = await client.request(method, path)
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert {m.strip() for m in response.headers["allow"].split(",")} == allow
+
+
 async def test_without_tokens_every_route_is_open_and_a_warning_is_logged(
     open_client: OpenClient, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -78,6 +78,8 @@ def test_blank_values_count_as_unset() -> None:
         ({"projection_max_bytes": 1000}, "PROJECTION_MAX_BYTES"),
         ({"log_level": "loud"}, "LOG_LEVEL"),
         ({"return_n": 0}, "greater than or equal to 1"),
+        ({"lookup_api_tokens": "good-token, bad token"}, "b64token"),
+        ({"ledger_api_tokens": "t\u00e9st"}, "b64token"),
     ],
 )
 def test_bad_configuration_fails_fast_with_a_clear_message(

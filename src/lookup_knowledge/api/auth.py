@@ -10,6 +10,7 @@ all of them every time, so timing tells nothing about which one nearly matched.
 from __future__ import annotations
 
 import hmac
+import re
 from enum import StrEnum
 
 from fastapi import Depends, Request
@@ -17,7 +18,10 @@ from fastapi.params import Depends as DependsParam
 
 from lookup_knowledge.api.deps import SettingsDep
 from lookup_knowledge.domain.errors import Forbidden, Unauthorized
-from lookup_knowledge.settings import Settings
+from lookup_knowledge.settings import B64TOKEN, Settings
+
+# RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive.
+_BEARER = re.compile(r"(?i:bearer) +(" + B64TOKEN + ")")
 
 
 class Role(StrEnum):
@@ -38,10 +42,13 @@ def _matches(presented: str, tokens: tuple[str, ...]) -> bool:
 
 
 def bearer_token(request: Request) -> str | None:
-    scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        return None
-    return value.strip()
+    """The token of `Authorization: Bearer <token>` as RFC 6750 writes it, else None.
+
+    Only SP and HTAB are whitespace (around the value; only SP after the scheme), and the
+    token is a b64token: `Bearer <token>\xa0` is not that token.
+    """
+    match = _BEARER.fullmatch(request.headers.get("authorization", "").strip(" \t"))
+    return match.group(1) if match else None
 
 
 def authorize(settings: Settings, role: Role, presented: str | None) -> None:

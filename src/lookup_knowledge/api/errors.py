@@ -80,7 +80,9 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     code = _HTTP_CODES.get(
         exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "HTTP_ERROR"
     )
-    return envelope(exc.status_code, code, str(exc.detail))
+    # The framework's own headers stay: `Allow` on a 405, for one.
+    headers = dict(exc.headers) if exc.headers else None
+    return envelope(exc.status_code, code, str(exc.detail), headers=headers)
 
 
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
