@@ -29,6 +29,7 @@ from lookup_knowledge.observability.logs import configure_logging
 from lookup_knowledge.observability.metrics import Metrics
 from lookup_knowledge.observability.telemetry import LookupTelemetry
 from lookup_knowledge.service import LookupService
+from lookup_knowledge.serving import GuardedH11Protocol
 from lookup_knowledge.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,7 @@ def create_app(
     # Outermost first: request id and metrics, the body cap, then admission — so a slow body
     # never holds a lookup slot, and a refused lookup costs no parsing and no validation.
     app.add_middleware(AdmissionMiddleware, gate=gate, method="POST", path="/lookup_knowledge")
-    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(BodyLimitMiddleware, timeout_s=settings.http_body_timeout_s)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.include_router(lookup.router, dependencies=[require(Role.LOOKUP)])
     app.include_router(ledger_routes.router, dependencies=[require(Role.LEDGER)])
@@ -208,4 +209,5 @@ def create_served_app() -> FastAPI:
     """The factory `lookup-knowledge serve` hands to uvicorn (once per worker process)."""
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
+    GuardedH11Protocol.configure(settings)
     return create_app(settings)

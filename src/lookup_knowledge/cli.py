@@ -66,6 +66,8 @@ def serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from lookup_knowledge.serving import uvicorn_options
+
     _flags_to_environment(args, ("host", "port", "workers"))
     settings = _settings_or_exit(bind=True)
     configure_logging(settings.log_level, settings.log_format)
@@ -83,6 +85,7 @@ def serve(args: argparse.Namespace) -> int:
         log_level=settings.log_level.lower(),
         log_config=None,
         timeout_graceful_shutdown=30,
+        **uvicorn_options(settings),
     )
     return 0
 

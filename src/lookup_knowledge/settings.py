@@ -83,6 +83,12 @@ class Settings(BaseSettings):
     lookup_queue_max: int = Field(256, ge=0, le=100000)  # lookups waiting for a slot
     lookup_queue_timeout_s: float = Field(1.0, ge=0, le=60)  # their longest wait
 
+    # connections (docs/http-api.md#connections)
+    http_header_timeout_s: float = Field(5.0, gt=0, le=300)  # a complete request head
+    http_keepalive_timeout_s: int = Field(5, ge=1, le=300)  # silence between requests
+    http_body_timeout_s: float = Field(10.0, gt=0, le=300)  # the whole request body
+    http_max_connections: int = Field(2048, ge=1, le=100000)  # open per process
+
     # process
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
