@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
 from lookup_knowledge import __version__
@@ -20,6 +21,7 @@ from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
 from lookup_knowledge.api.errors import install_error_handlers
+from lookup_knowledge.api.openapi import install_openapi
 from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort
 from lookup_knowledge.guard import route as guard_route
 from lookup_knowledge.mcp_server.http import MCP_PATH, McpHttpEndpoint
@@ -176,12 +178,15 @@ def create_app(
             await stack.enter_async_context(mcp_endpoint.run())
             yield
 
-    app = FastAPI(
+    # Swagger UI and ReDoc come from fastapi-offline's vendored assets: /docs works offline.
+    app = FastAPIOffline(
         title="lookup-knowledge",
         version=__version__,
         summary="Governed, verifiable knowledge-base evidence for LLM agents.",
         lifespan=lifespan,
+        redirect_slashes=False,
     )
+    install_openapi(app, settings)
     app.state.metrics = metrics
     install_error_handlers(app)
     gate = AdmissionGate(

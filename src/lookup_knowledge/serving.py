@@ -3,7 +3,8 @@
 See docs/http-api.md#connections. uvicorn closes a kept-alive connection that stays silent
 after a response (`timeout_keep_alive`), but nothing bounds a connection that never completes
 a request: one that sends nothing, or trickles its headers a byte at a time (slowloris).
-uvicorn holds those forever. `GuardedH11Protocol` is uvicorn's own HTTP/1.1 protocol plus three rules:
+uvicorn holds those forever. `GuardedH11Protocol` is uvicorn's own HTTP/1.1 protocol plus
+three rules:
 
 * a request head must be complete within `header_timeout_s` of the connection opening, or of
   the previous response ending; else the connection is closed;

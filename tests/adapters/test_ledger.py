@@ -26,7 +26,7 @@ from lookup_knowledge.adapters.ledger_redis import (
     entry_key,
     run_index_key,
 )
-from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, Overloaded
+from lookup_knowledge.domain.errors import LedgerUnavailable, NotFound, Overloaded
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
@@ -355,12 +355,12 @@ async def test_a_run_is_listed_in_pages_that_follow_each_other_through_the_curso
     assert all(e.body == BODY for e in second.entries)
 
 
-async def test_a_cursor_that_is_not_an_entry_of_the_run_is_an_invalid_request(
+async def test_a_cursor_that_is_not_an_entry_of_the_run_is_not_found(
     backend: Backend,
 ) -> None:
     await _ready(backend.ledger)
 
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(NotFound):
         await backend.ledger.list_run(RUN, after="call_nobody", limit=10, with_bodies=False)
 
 

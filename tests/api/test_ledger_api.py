@@ -408,18 +408,24 @@ async def test_the_run_listing_gives_fifty_entries_by_default(
 
 
 @pytest.mark.parametrize(
-    "params",
-    [{"limit": 0}, {"limit": 101}, {"include": "body"}, {"cursor": "call x"}, {"cursor": "nobody"}],
+    ("params", "status", "code"),
+    [
+        ({"limit": 0}, 422, "INVALID_REQUEST"),
+        ({"limit": 101}, 422, "INVALID_REQUEST"),
+        ({"include": "body"}, 422, "INVALID_REQUEST"),
+        ({"cursor": "call x"}, 422, "INVALID_REQUEST"),
+        ({"cursor": "call_nobody"}, 404, "NOT_FOUND"),
+    ],
     ids=["limit 0", "limit over 100", "unknown include", "cursor outside the charset", "stale"],
 )
-async def test_bad_listing_parameters_are_invalid_requests(
-    open_client: OpenClient, ledger: Ledger, params: dict[str, Any]
+async def test_bad_listing_parameters_are_refused(
+    open_client: OpenClient, ledger: Ledger, params: dict[str, Any], status: int, code: str
 ) -> None:
     await ledger.claim(RUN, CALL, query_sha256=sha256_hex(QUERY), token="t")
     async with open_client(ledger=ledger) as client:
         response = await client.get(f"/ledger/{RUN}", params=params)
 
-    assert_error(response, 422, "INVALID_REQUEST")
+    assert_error(response, status, code)
 
 
 @pytest.mark.parametrize(
@@ -439,4 +445,5 @@ async def test_ids_outside_the_id_charset_are_invalid_requests(
         response = await client.get(path)
 
     assert_error(response, 422, "INVALID_REQUEST")
-    assert json.loads(response.content)["error"]["details"]["field"] in {"run_id", "tool_call_id"}
+    (problem,) = json.loads(response.content)["error"]["details"]
+    assert problem["loc"][0] == "path" and problem["loc"][1] in {"run_id", "tool_call_id"}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 
-from lookup_knowledge.domain.errors import InvalidRequest
+from lookup_knowledge.domain.errors import NotFound
 from lookup_knowledge.domain.ledger import (
     LedgerEntry,
     LedgerStatus,
@@ -147,9 +147,7 @@ class MemoryLedger:
         ids = iter(calls)
         if after is not None:
             if after not in calls:
-                raise InvalidRequest(
-                    "cursor is not an entry of this run", details={"field": "cursor"}
-                )
+                raise NotFound("cursor is not an entry of this run", details={"cursor": after})
             for call_id in ids:
                 if call_id == after:
                     break

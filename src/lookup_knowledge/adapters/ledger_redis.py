@@ -29,7 +29,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from lookup_knowledge.adapters import ledger_redis_scripts as scripts
-from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, Overloaded
+from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, NotFound, Overloaded
 from lookup_knowledge.domain.ledger import (
     TOOL_NAME,
     LedgerEntry,
@@ -226,9 +226,7 @@ class RedisLedger:
             await self._ready()
             members = await self._page(keys=[run_index_key(run_id)], args=[after or "", limit])
             if members is None:
-                raise InvalidRequest(
-                    "cursor is not an entry of this run", details={"field": "cursor"}
-                )
+                raise NotFound("cursor is not an entry of this run", details={"cursor": after})
             page = [m.decode("utf-8") for m in cast(list[bytes], members)]
             listed = page[:limit]
             async with self._client.pipeline(transaction=False) as pipe:

@@ -13,8 +13,9 @@ import hmac
 import re
 from enum import StrEnum
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
 from fastapi.params import Depends as DependsParam
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from lookup_knowledge.api.deps import SettingsDep
 from lookup_knowledge.domain.errors import Forbidden, Unauthorized
@@ -27,6 +28,21 @@ _BEARER = re.compile(r"(?i:bearer) +(" + B64TOKEN + ")")
 class Role(StrEnum):
     LOOKUP = "lookup"
     LEDGER = "ledger"
+
+
+# The bearer schemes /openapi.json declares, one per role. They document; `bearer_token` parses.
+SECURITY_SCHEMES = {
+    Role.LOOKUP: HTTPBearer(
+        scheme_name="lookupToken",
+        description="One of LOOKUP_API_TOKENS (agent runtimes)",
+        auto_error=False,
+    ),
+    Role.LEDGER: HTTPBearer(
+        scheme_name="ledgerToken",
+        description="One of LEDGER_API_TOKENS (EvidenceGuard)",
+        auto_error=False,
+    ),
+}
 
 
 def tokens_for(settings: Settings, role: Role) -> tuple[str, ...]:
@@ -69,7 +85,13 @@ def authorize(settings: Settings, role: Role, presented: str | None) -> None:
 def require(role: Role) -> DependsParam:
     """A route dependency enforcing `role`."""
 
-    def dependency(request: Request, settings: SettingsDep) -> None:
+    documented = Security(SECURITY_SCHEMES[role])
+
+    def dependency(
+        request: Request,
+        settings: SettingsDep,
+        _: HTTPAuthorizationCredentials | None = documented,
+    ) -> None:
         authorize(settings, role, bearer_token(request))
 
     marker: DependsParam = Depends(dependency)

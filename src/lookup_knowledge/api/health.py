@@ -9,22 +9,32 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from lookup_knowledge.api.deps import Resources, ResourcesDep
+from lookup_knowledge.api.openapi import error_responses
+from lookup_knowledge.api.schemas import Health, Readiness
 
 router = APIRouter(tags=["operations"])
 
 CHECK_TIMEOUT_S = 2.0
 
 
-@router.get("/healthz")
+@router.get("/healthz", operation_id="healthz", response_model=Health, responses=error_responses())
 async def healthz() -> dict[str, str]:
     """Liveness only: the process is up; no dependency is called."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "a dependency is not usable"}})
+@router.get(
+    "/readyz",
+    operation_id="readyz",
+    response_model=Readiness,
+    responses={
+        **error_responses(),
+        503: {"model": Readiness, "description": "a dependency is not usable"},
+    },
+)
 async def readyz(resources: ResourcesDep) -> JSONResponse:
     """Readiness: ledger and py-rag, each with a short timeout, and the audit trail's state."""
     settings = resources.settings
@@ -43,7 +53,12 @@ async def readyz(resources: ResourcesDep) -> JSONResponse:
     )
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    response_class=PlainTextResponse,
+    responses=error_responses(),
+)
 async def metrics(request: Request, resources: ResourcesDep) -> Response:
     """Prometheus metrics in the text exposition format."""
     body = request.app.state.metrics.render(audit=await resources.audit.status())

@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from lookup_knowledge.api.deps import LedgerDep
-from lookup_knowledge.api.schemas import ID_PATTERN
-from lookup_knowledge.domain.errors import InvalidRequest, NotFound
+from lookup_knowledge.api.openapi import error_responses
+from lookup_knowledge.api.schemas import ID_PATTERN, LedgerEntryOut, RunLedgerPage
+from lookup_knowledge.domain.errors import NotFound
 from lookup_knowledge.domain.ledger import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-
-_ID = re.compile(ID_PATTERN)
 
 router = APIRouter(tags=["ledger"])
 
+RunId = Annotated[str, Path(pattern=ID_PATTERN, min_length=1, max_length=128)]
+ToolCallId = Annotated[str, Path(pattern=ID_PATTERN, min_length=1, max_length=128)]
+_ERRORS = (401, 403, 422, 503)
 
-@router.get("/ledger/{run_id}/{tool_call_id}", response_class=Response)
-async def get_entry(run_id: str, tool_call_id: str, ledger: LedgerDep) -> Response:
+
+@router.get(
+    "/ledger/{run_id}/{tool_call_id}",
+    operation_id="getLedgerEntry",
+    response_model=LedgerEntryOut,
+    responses=error_responses(*_ERRORS, 404),
+)
+async def get_entry(run_id: RunId, tool_call_id: ToolCallId, ledger: LedgerDep) -> Response:
     """One ledger entry, its `result` byte for byte as the agent received it."""
-    _check_id("run_id", run_id)
-    _check_id("tool_call_id", tool_call_id)
     entry = await ledger.get(run_id, tool_call_id)
     if entry is None:
         raise NotFound(
@@ -31,24 +36,31 @@ async def get_entry(run_id: str, tool_call_id: str, ledger: LedgerDep) -> Respon
     return Response(content=entry.to_json_bytes(), media_type="application/json")
 
 
-@router.get("/ledger/{run_id}", response_class=Response)
+@router.get(
+    "/ledger/{run_id}",
+    operation_id="listRunLedger",
+    response_model=RunLedgerPage,
+    responses=error_responses(*_ERRORS, 404),
+)
 async def list_entries(
-    run_id: str,
+    run_id: RunId,
     ledger: LedgerDep,
-    cursor: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    include: Annotated[Literal["result"] | None, Query()] = None,
+    cursor: Annotated[
+        str | None,
+        Query(pattern=ID_PATTERN, description="The previous page's `next_cursor`"),
+    ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE_SIZE, description="Entries per page")
+    ] = DEFAULT_PAGE_SIZE,
+    include: Annotated[
+        Literal["result"] | None,
+        Query(description="`result`: each entry carries its result, byte for byte"),
+    ] = None,
 ) -> Response:
     """A page of the run's ledger entries in first-write order; `result` only when included."""
-    _check_id("run_id", run_id)
     with_bodies = include == "result"
     page = await ledger.list_run(run_id, after=cursor, limit=limit, with_bodies=with_bodies)
     return Response(
         content=page.to_json_bytes(run_id, include_result=with_bodies),
         media_type="application/json",
     )
-
-
-def _check_id(name: str, value: str) -> None:
-    if not _ID.fullmatch(value):
-        raise InvalidRequest(f"{name} must match {_ID.pattern}", details={"field": name})

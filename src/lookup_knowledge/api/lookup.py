@@ -5,23 +5,20 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from lookup_knowledge.api.deps import ServiceDep
+from lookup_knowledge.api.openapi import error_responses
 from lookup_knowledge.api.schemas import LookupRequest
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.service import LookupCommand
 
-router = APIRouter()
+router = APIRouter(tags=["lookup"])
 
 
 @router.post(
     "/lookup_knowledge",
+    operation_id="lookupKnowledge",
     response_model=RagToolResult,
-    response_model_exclude_none=True,
-    responses={
-        409: {"description": "ids reused with another query, or the call is in flight"},
-        502: {"description": "py-rag unreachable, non-2xx, or unreadable"},
-        503: {"description": "the evidence ledger cannot be written"},
-        504: {"description": "py-rag slower than PYRAG_TIMEOUT_S"},
-    },
+    response_description="The evidence, exactly as ledgered (docs/agent-contract.md)",
+    responses=error_responses(400, 401, 403, 408, 409, 413, 422, 502, 503, 504),
 )
 async def lookup_knowledge(request: LookupRequest, service: ServiceDep) -> Response:
     """Look up governed evidence for an agent's query."""

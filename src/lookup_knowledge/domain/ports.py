@@ -72,8 +72,8 @@ class LedgerPort(Protocol):
         self, run_id: str, *, after: str | None, limit: int, with_bodies: bool
     ) -> RunPage:
         """Up to `limit` live entries after the entry `after` (None: from the first), in
-        first-write order; bodies only `with_bodies`. Raises InvalidRequest for an `after`
-        that is not an entry of the run."""
+        first-write order; bodies only `with_bodies`. Raises NotFound for an `after` that is
+        not an entry of the run."""
         ...
 
     async def ping(self) -> None: ...

@@ -5,12 +5,12 @@ Guarded by the ledger role (docs/http-api.md#auth), included by `create_app`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel
 
 from lookup_knowledge.api.deps import Resources, get_resources
+from lookup_knowledge.api.openapi import error_responses
 from lookup_knowledge.guard.report import VerifyRequest, VerifyResult
 from lookup_knowledge.guard.service import verify_in_ledger
 
@@ -22,34 +22,26 @@ async def _resources(request: Request) -> Resources:
     return get_resources(request)
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    details: Any = None
-
-
-class ErrorEnvelope(BaseModel):
-    """The error envelope of docs/errors.md (for the OpenAPI description of this route)."""
-
-    error: ErrorBody
-
-
-def _error(description: str) -> dict[str, Any]:
-    return {"model": ErrorEnvelope, "description": description}
-
-
 @router.post(
     "/guard/verify",
     operation_id="verifyReport",
     response_model=VerifyResult,
-    responses={
-        400: _error("INVALID_REQUEST: the body is not JSON"),
-        401: _error("UNAUTHORIZED: a ledger-role token is required"),
-        403: _error("FORBIDDEN: the token is of another role"),
-        413: _error("PAYLOAD_TOO_LARGE: the body is over 64 KiB"),
-        422: _error("INVALID_REQUEST: not a report, or over a count bound"),
-        503: _error("LEDGER_UNAVAILABLE: the ledger could not be read; nothing was judged"),
-    },
+    responses=error_responses(
+        400,
+        401,
+        403,
+        408,
+        413,
+        422,
+        503,
+        when={
+            401: "UNAUTHORIZED: a ledger-role token is required",
+            422: "INVALID_REQUEST: not a report, or over a count bound (at most 50 tool calls "
+            "cited in all, a bound JSON Schema cannot state)",
+            503: "LEDGER_UNAVAILABLE: the ledger could not be read, nothing was judged; or "
+            "OVERLOADED, with Retry-After",
+        },
+    ),
 )
 async def verify(
     request: VerifyRequest, resources: Annotated[Resources, Depends(_resources)]
