@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -94,21 +95,32 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
         )
         best = max(best, rate)
     print(f"closed-loop maximum: {best:.1f} lookups/s")
+    if args.burst == 0:
+        return
 
     run_id = f"burst-{stamp}"
     cpu = svc.cpu_seconds()
     answers, started = await burst(port, run_id, args.burst)
     burst_cpu = svc.cpu_seconds() - cpu
     print(f"\nburst of {args.burst}: {histogram(answers)}")
-    ok = [a for a in answers if a.status == 200]
+    ok = sorted(a.done_at for a in answers if a.status == 200)
     if ok:
-        span = max(a.done_at for a in ok) - started
+        span = ok[-1] - started
         rate = len(ok) / span
         print(
-            f"200s: {len(ok)} in {span:.2f} s = {rate:.1f} lookups/s, "
-            f"{100 * rate / best:.0f}% of the closed-loop maximum; "
-            f"p50 {percentile([a.latency_s for a in ok], 0.5) * 1000:.0f} ms, "
-            f"p99 {percentile([a.latency_s for a in ok], 0.99) * 1000:.0f} ms"
+            f"200s: {len(ok)} in {span:.2f} s from the burst's start = {rate:.1f} lookups/s, "
+            f"{100 * rate / best:.0f}% of the closed-loop maximum"
+        )
+        if len(ok) > 1:
+            steady = (len(ok) - 1) / (ok[-1] - ok[0])
+            print(
+                f"     between the first and the last 200: {steady:.1f} lookups/s, "
+                f"{100 * steady / best:.0f}% of the closed-loop maximum"
+            )
+        latencies = [a.latency_s for a in answers if a.status == 200]
+        print(
+            f"     latency of the 200s: p50 {percentile(latencies, 0.5) * 1000:.0f} ms, "
+            f"p99 {percentile(latencies, 0.99) * 1000:.0f} ms"
         )
     shed = [a for a in answers if a.status == 503 and a.code == "OVERLOADED"]
     if shed:
@@ -141,7 +153,7 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--burst", type=int, default=1000, help="0: the closed loop only")
     parser.add_argument("--pyrag-delay-ms", type=float, default=50.0)
     parser.add_argument("--closed-loop", type=int, nargs="*", default=[4, 8, 16, 32, 64])
     parser.add_argument("--loop-seconds", type=float, default=4.0)
@@ -159,6 +171,9 @@ def main() -> None:
         env.update(dict(item.split("=", 1) for item in args.env))
         print(f"service env: {env}; workdir {workdir}")
         with service(workdir, env) as svc:
+            os.nice(
+                10
+            )  # the load generator yields the CPU to what it measures, as remote clients would
             asyncio.run(drill(args, svc))
 
 
