@@ -79,9 +79,9 @@ class Settings(BaseSettings):
     mcp_run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
 
     # load (docs/configuration.md#load)
-    # From benchmarks/overload_drill.py: throughput peaks at 16-32 lookups in flight and falls
-    # beyond (docs/http-api.md#overload); the queue holds about 5 s of that throughput.
-    max_concurrent_lookups: int = Field(32, ge=1, le=10000)
+    # From benchmarks/overload_drill.py (docs/http-api.md#overload): under overload, 24 in flight
+    # serves a fast and a slow py-rag best; the queue holds about 5 s of that throughput.
+    max_concurrent_lookups: int = Field(24, ge=1, le=10000)
     lookup_queue_max: int = Field(512, ge=0, le=100000)  # lookups waiting for a slot
     lookup_queue_timeout_s: float = Field(5.0, ge=0, le=60)  # their longest wait
 

@@ -45,7 +45,7 @@ from lookup_knowledge.domain.ledger import (
 CONNECT_TIMEOUT_S = 1.0
 SOCKET_TIMEOUT_S = 2.0
 POOL_TIMEOUT_S = 1.0
-MAX_CONNECTIONS = 48
+MAX_CONNECTIONS = 40
 
 # What the run listing shows of an entry: everything but the body.
 _SUMMARY_FIELDS = (
