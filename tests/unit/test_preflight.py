@@ -59,6 +59,8 @@ def problems_for(environment: dict[str, str], monkeypatch: pytest.MonkeyPatch) -
 BAD_VALUES: dict[str, dict[str, str]] = {
     "PYRAG_BASE_URL": {"PYRAG_BASE_URL": "pyrag:8000"},
     "PYRAG_TIMEOUT_S": {"PYRAG_TIMEOUT_S": "0"},
+    "PYRAG_CONNECT_TIMEOUT_S": {"PYRAG_CONNECT_TIMEOUT_S": "0"},
+    "PYRAG_POOL_TIMEOUT_S": {"PYRAG_POOL_TIMEOUT_S": "-1"},
     "PYRAG_TOP_K": {"PYRAG_TOP_K": "many"},
     "PYRAG_MODE": {"PYRAG_MODE": "x" * 33},
     "PYRAG_DOCS_DIR": {"PYRAG_DOCS_DIR": "/nonexistent/docs"},
@@ -67,6 +69,9 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "REDIS_CLUSTER": {"REDIS_CLUSTER": "perhaps"},
     "LEDGER_TTL_S": {"LEDGER_TTL_S": "0"},
     "LEDGER_PENDING_TTL_S": {"LEDGER_PENDING_TTL_S": "-5"},
+    "REDIS_CONNECT_TIMEOUT_S": {"REDIS_CONNECT_TIMEOUT_S": "0"},
+    "REDIS_SOCKET_TIMEOUT_S": {"REDIS_SOCKET_TIMEOUT_S": "fast"},
+    "REDIS_POOL_TIMEOUT_S": {"REDIS_POOL_TIMEOUT_S": "61"},
     "AUDIT_DATABASE_URL": {"AUDIT_DATABASE_URL": "postgres://lk:secret@db/audit"},
     "AUDIT_SPOOL_DIR": {"AUDIT_SPOOL_DIR": "{a_file}/spool"},
     "AUDIT_SPOOL_FSYNC_MS": {"AUDIT_SPOOL_FSYNC_MS": "0"},
@@ -88,6 +93,13 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "PROJECTION_MAX_BYTES": {"PROJECTION_MAX_BYTES": "1000"},
     "MAX_QUERY_CHARS": {"MAX_QUERY_CHARS": "0"},
     "MCP_RUN_ID": {"MCP_RUN_ID": "run 42"},  # outside the id charset
+    "MAX_CONCURRENT_LOOKUPS": {"MAX_CONCURRENT_LOOKUPS": "0"},
+    "LOOKUP_QUEUE_MAX": {"LOOKUP_QUEUE_MAX": "-1"},
+    "LOOKUP_QUEUE_TIMEOUT_S": {"LOOKUP_QUEUE_TIMEOUT_S": "61"},
+    "HTTP_HEADER_TIMEOUT_S": {"HTTP_HEADER_TIMEOUT_S": "0"},
+    "HTTP_KEEPALIVE_TIMEOUT_S": {"HTTP_KEEPALIVE_TIMEOUT_S": "0.5"},  # whole seconds
+    "HTTP_BODY_TIMEOUT_S": {"HTTP_BODY_TIMEOUT_S": "never"},
+    "HTTP_MAX_CONNECTIONS": {"HTTP_MAX_CONNECTIONS": "0"},
     "HOST": {"HOST": "no-such-host.invalid", "PORT": "0"},
     "PORT": {"PORT": "{busy_port}"},
     "WORKERS": {"WORKERS": "2"},  # without REDIS_URL
