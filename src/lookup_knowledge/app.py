@@ -195,9 +195,13 @@ def create_app(
         wait_s=settings.lookup_queue_timeout_s,
         observer=metrics,
     )
-    # Outermost first: request id and metrics, the body cap, then admission — so a slow body
-    # never holds a lookup slot, and a refused lookup costs no parsing and no validation.
-    app.add_middleware(AdmissionMiddleware, gate=gate, method="POST", path="/lookup_knowledge")
+    # From the outside in (each add wraps the ones before): request id and metrics, the body
+    # cap, then admission — so a slow body never holds a lookup slot, and a refused lookup costs
+    # no parsing and no validation. Lookups arrive by POST /lookup_knowledge and as MCP tool
+    # calls on /mcp: one limit for both.
+    app.add_middleware(
+        AdmissionMiddleware, gate=gate, paths=frozenset({"/lookup_knowledge", MCP_PATH})
+    )
     app.add_middleware(BodyLimitMiddleware, timeout_s=settings.http_body_timeout_s)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)
     app.include_router(lookup.router, dependencies=[require(Role.LOOKUP)])

@@ -105,3 +105,26 @@ async def test_a_lookup_waits_in_the_queue_for_a_free_slot(open_client: OpenClie
         mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
         answers = await asyncio.gather(*(client.post(LOOKUP, json=body(f"q{i}")) for i in range(6)))
     assert [a.status_code for a in answers] == [200] * 6
+
+
+async def test_mcp_calls_share_the_lookup_limit(open_client: OpenClient) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
+        asked.set()
+        await release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+    async with (
+        open_client(audit=RecordingAudit(), max_concurrent_lookups=1, lookup_queue_max=0) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        holder = asyncio.ensure_future(client.post(LOOKUP, json=body("held")))
+        await asyncio.wait_for(asked.wait(), timeout=5)
+        refused = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        release.set()
+        held = await holder
+
+    assert held.status_code == 200
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "OVERLOADED"

@@ -129,16 +129,15 @@ class AdmissionGate:
 
 
 class AdmissionMiddleware:
-    """Pure ASGI: requests to one route take a slot of `gate` for their whole handling."""
+    """Pure ASGI: POSTs to `paths` take a slot of `gate` for their whole handling."""
 
-    def __init__(self, app: ASGIApp, *, gate: AdmissionGate, method: str, path: str) -> None:
+    def __init__(self, app: ASGIApp, *, gate: AdmissionGate, paths: frozenset[str]) -> None:
         self.app = app
         self.gate = gate
-        self.method = method
-        self.path = path
+        self.paths = paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != self.method:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
         try:
