@@ -18,7 +18,7 @@ async def test_the_embedded_engine_lists_categories_that_each_filter_to_document
     engine = create_engine_app()
     transport = httpx.ASGITransport(app=engine)
     async with httpx.AsyncClient(transport=transport, base_url="http://engine") as http:
-        names = await PyragClient(http, timeout_s=5, top_k=5, mode="hybrid").categories()
+        names = await PyragClient(http, top_k=5, mode="hybrid").categories()
         assert names is not None and "gateway" in names
         assert names == sorted(names, key=str.casefold) and len(set(names)) == len(names)
         answered = set()
@@ -35,7 +35,7 @@ async def test_a_py_rag_without_the_route_lists_no_categories(status: int) -> No
     async with httpx.AsyncClient(base_url=PYRAG_TEST_URL) as http:
         with respx.mock() as mock:
             mock.get(CATEGORIES_URL).respond(status)
-            names = await PyragClient(http, timeout_s=5, top_k=5, mode="hybrid").categories()
+            names = await PyragClient(http, top_k=5, mode="hybrid").categories()
     assert names is None
 
 
@@ -48,4 +48,4 @@ async def test_a_broken_category_answer_is_an_upstream_error(answer: httpx.Respo
         with respx.mock() as mock:
             mock.get(CATEGORIES_URL).mock(return_value=answer)
             with pytest.raises(UpstreamError):
-                await PyragClient(http, timeout_s=5, top_k=5, mode="hybrid").categories()
+                await PyragClient(http, top_k=5, mode="hybrid").categories()
