@@ -40,7 +40,7 @@ from sqlalchemy import create_engine, make_url, text
 
 from lookup_knowledge.app import create_app
 from lookup_knowledge.audit.writer import AuditWriter
-from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
+from lookup_knowledge.domain.audit import AuditRow, AuditStatus
 from lookup_knowledge.settings import Settings
 
 FAKE_PYRAG = textwrap.dedent("""
@@ -74,7 +74,7 @@ FAKE_PYRAG = textwrap.dedent("""
 class NullAudit:
     """The baseline: an AuditPort that keeps nothing."""
 
-    def submit(self, record: AuditRecord) -> None:
+    def submit(self, record: AuditRow) -> None:
         return None
 
     async def status(self) -> AuditStatus:

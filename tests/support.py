@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
+from lookup_knowledge.domain.audit import AuditRecord, AuditRow, AuditStatus
+from lookup_knowledge.domain.guard import GuardOutcome
 from lookup_knowledge.settings import Settings
 
 PYRAG_TEST_URL = "http://pyrag.test"
@@ -20,10 +21,14 @@ class RecordingAudit:
     """Audit port that keeps rows in a list, for asserting what the service submits."""
 
     def __init__(self) -> None:
-        self.records: list[AuditRecord] = []
+        self.records: list[AuditRecord] = []  # lookup calls
+        self.verifications: list[GuardOutcome] = []  # report verifications
 
-    def submit(self, record: AuditRecord) -> None:
-        self.records.append(record)
+    def submit(self, record: AuditRow) -> None:
+        if isinstance(record, GuardOutcome):
+            self.verifications.append(record)
+        else:
+            self.records.append(record)
 
     async def status(self) -> AuditStatus:
         return AuditStatus(status="up", backend="memory")

@@ -139,7 +139,7 @@ async def open_resources(
         ledger=ledger_port,
         audit=audit_port,
         service=service,
-        guard_outcomes=guard_outcomes or GuardTelemetry(metrics),
+        guard_outcomes=guard_outcomes or GuardTelemetry(metrics, audit_port),
     )
 
 

@@ -225,7 +225,10 @@ async def test_a_body_that_is_not_a_report_is_an_invalid_request(
 
     assert response.status_code == 422, response.text
     assert response.json()["error"]["code"] == "INVALID_REQUEST"
-    assert guard.outcomes.outcomes == []
+    # Nothing was judged, but the refusal is an outcome: it is counted and audited.
+    [outcome] = guard.outcomes.outcomes
+    assert (outcome.outcome, outcome.violations) == ("INVALID_REQUEST", ())
+    assert outcome.run_id == body.get("run_id", "")
 
 
 async def test_a_body_that_is_not_json_is_a_bad_request(guard: Guard) -> None:

@@ -63,7 +63,7 @@ def test_an_empty_database_gets_the_table_with_every_spec_column_and_index(
 ) -> None:
     actions = schema.ensure_schema(engine)
 
-    assert actions == ["created table tool_invocation"]
+    assert actions == ["created table tool_invocation", "created table guard_verification"]
     assert columns(engine) >= {
         "id",
         "run_id",
@@ -134,9 +134,9 @@ def test_a_table_from_an_older_version_is_upgraded_in_place_and_keeps_its_rows(
 
     actions = schema.ensure_schema(engine)
 
-    assert "added column invocation_id" in actions
-    assert "added column retrieval_details" in actions
-    assert "added column replayed" in actions
+    assert "added column invocation_id to tool_invocation" in actions
+    assert "added column retrieval_details to tool_invocation" in actions
+    assert "added column replayed to tool_invocation" in actions
     assert "created index uq_tool_invocation_invocation_id" in actions
     assert columns(engine) >= {c.name for c in schema.tool_invocation.columns}
     [old] = all_rows(engine)

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lookup_knowledge.domain.errors import LookupKnowledgeError
+from lookup_knowledge.guard.service import refused as guard_refused
 
 log = logging.getLogger(__name__)
 
@@ -63,16 +64,16 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 def _audit_refused_lookup(
     request: Request, body: Any, message: str, problems: list[dict[str, Any]]
 ) -> None:
-    """A lookup refused at the edge still leaves its audit row (docs/audit.md); a body that is
-    not a JSON object names no call, so it leaves none."""
-    route = request.scope.get("route")
+    """A lookup or a report verification refused at the edge still leaves its audit row
+    (docs/audit.md); a body that is not a JSON object names no call, so it leaves none."""
+    path = getattr(request.scope.get("route"), "path", None)
     resources = getattr(request.app.state, "resources", None)
-    if (
-        getattr(route, "path", None) == "/lookup_knowledge"
-        and isinstance(body, dict)
-        and resources is not None
-    ):
+    if not isinstance(body, dict) or resources is None:
+        return
+    if path == "/lookup_knowledge":
         resources.service.refused(body, message=message, problems=problems)
+    elif path == "/guard/verify":
+        guard_refused(body, outcomes=resources.guard_outcomes)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -1,4 +1,5 @@
-"""The audit trail: one `tool_invocation` row per call, none lost (docs/audit.md).
+"""The audit trail: one `tool_invocation` row per lookup call and one `guard_verification` row
+per report verification, none lost (docs/audit.md).
 
     row.py         the row builder (pure): what a call leaves, text made valid Unicode
     lines.py       a row as one ASCII JSON line (the spool's and the quarantine's format)
@@ -7,7 +8,7 @@
     writer.py      the AuditPort: spool in, batches to the database, quarantine aside
     health.py      what the writer knows of its database, as /readyz shows it
     sql.py         the SQL store: engine, inserts, reads, what a failure means
-    schema.py      the table, its in-place upgrade and its compatibility check
+    schema.py      the tables, their in-place upgrade and their compatibility check
     quarantine.py  rows the database refused, kept for an operator
     check.py       the start-up check of AUDIT_DATABASE_URL
     cli.py         `lookup-knowledge audit show | quarantine`

@@ -1,6 +1,7 @@
 """`lookup-knowledge audit`: read the audit trail (docs/audit.md).
 
-    audit show RUN_ID      a run's calls from the `tool_invocation` table
+    audit show RUN_ID      a run's calls (`tool_invocation`) and report verifications
+                           (`guard_verification`)
     audit quarantine       the rows the database refused, from the spool directory
 
 `show` exits 0 when the run has rows, 1 when it has none, 2 when the database cannot be read;
@@ -85,18 +86,35 @@ def show_run(args: argparse.Namespace, out: TextIO) -> int:
     engine = audit_sql.create_audit_engine(parsed)
     try:
         rows = audit_sql.fetch_run(engine, args.run_id)
+        verifications = audit_sql.fetch_run_verifications(engine, args.run_id)
     except SQLAlchemyError as exc:
         shown = engine.url.render_as_string(hide_password=True)
         print(f"cannot read the audit table at {shown}: {audit_sql.brief(exc)}", file=sys.stderr)
         return 2
     finally:
         engine.dispose()
-    if not rows:
+    if not rows and not verifications:
         print(f"no calls recorded for run {args.run_id}", file=out)
         return 1
     print(f"run {args.run_id}: {len(rows)} call(s)", file=out)
-    print(render_table(rows), file=out)
+    if rows:
+        print(render_table(rows), file=out)
+    if verifications:
+        print(f"{len(verifications)} report verification(s)", file=out)
+        for row in verifications:
+            print(_verification_line(row), file=out)
     return 0
+
+
+def _verification_line(row: dict[str, Any]) -> str:
+    """One `guard_verification` row: when, outcome, its violations, what it covered."""
+    codes = f" ({row['violation_codes']})" if row["violation_codes"] else ""
+    return (
+        f"{_time(row['created_at'])}  {row['outcome']}  "
+        f"{row['violation_count']} violation(s){codes}  "
+        f"{row['citation_count']} citation(s) across {row['tool_call_count']} call(s)  "
+        f"{row['duration_ms']:.1f} ms"
+    )
 
 
 def show_quarantine(args: argparse.Namespace, out: TextIO) -> int:
@@ -114,7 +132,7 @@ def show_quarantine(args: argparse.Namespace, out: TextIO) -> int:
         record = entry.get("record") or {}
         print(
             f"{entry.get('quarantined_at', '-')}  {entry['invocation_id']}  "
-            f"{record.get('run_id', '-')}/{record.get('tool_call_id', '-')}  "
+            f"{record.get('run_id', '-')}/{record.get('tool_call_id', record.get('table', '-'))}  "
             f"{entry.get('reason', '')}",
             file=out,
         )

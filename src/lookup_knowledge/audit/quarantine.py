@@ -15,7 +15,7 @@ from typing import Any
 
 from lookup_knowledge.audit.lines import record_dict
 from lookup_knowledge.audit.segments import append_file
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.audit import AuditRow
 
 QUARANTINE_FILE = "quarantine.jsonl"
 
@@ -30,7 +30,7 @@ class Quarantine:
         with self._lock:
             return len(self._ids)
 
-    def add(self, record: AuditRecord, reason: str) -> bool:
+    def add(self, record: AuditRow, reason: str) -> bool:
         """Keep the row (flushed to disk); False when it was already kept. Raises OSError."""
         entry = {
             "invocation_id": record.invocation_id,

@@ -1,9 +1,10 @@
-"""The `tool_invocation` table: its definition, the idempotent upgrade, the compatibility check.
+"""The audit tables: their definitions, the idempotent upgrade, the compatibility check.
 
-The columns are described in docs/audit.md#columns.
+`tool_invocation` (one row per lookup call) is described in docs/audit.md#columns,
+`guard_verification` (one row per report verification) in docs/audit.md#guard-verifications.
 
 Schema management is an idempotent "create, then add what is missing" run at start-up rather
-than Alembic: the audit trail is one append-only table that only ever grows (new nullable or
+than Alembic: the audit trail is append-only tables that only ever grow (new nullable or
 defaulted columns, new indexes); the `Table` below is the single source of truth; an existing
 table of an older version (or one made by hand, with no `alembic_version` row to stamp) is
 adopted as is and upgraded in place, never dropped; nothing but `.py` files ships; and several
@@ -50,10 +51,12 @@ from sqlalchemy.schema import CreateColumn
 log = logging.getLogger(__name__)
 
 TABLE_NAME = "tool_invocation"
+GUARD_TABLE_NAME = "guard_verification"
 ID_CHARS = 128
 INVOCATION_ID_CHARS = 64
 # TEXT holds 65535 bytes on MySQL: 16000 four-byte characters always fit.
 QUERY_CHARS = 16000
+VIOLATION_CODES_CHARS = 1024
 SCHEMA_LOCK_NAME = "lookup_knowledge.tool_invocation.schema"
 SCHEMA_LOCK_TIMEOUT_S = 30
 
@@ -104,12 +107,51 @@ tool_invocation = Table(
 )
 
 
+guard_verification = Table(
+    GUARD_TABLE_NAME,
+    metadata,
+    Column(
+        "id",
+        BigInteger().with_variant(Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    Column("invocation_id", String(INVOCATION_ID_CHARS), nullable=False),
+    Column("run_id", String(ID_CHARS), nullable=False),
+    Column("outcome", String(_TINY), nullable=False),
+    Column("ok", Boolean(create_constraint=False), nullable=False),
+    Column("error_code", String(_TINY), nullable=True),
+    Column("violation_count", Integer(), nullable=False, server_default=text("0")),
+    Column("violation_codes", String(VIOLATION_CODES_CHARS), nullable=True),
+    Column("violations", JSON(), nullable=True),
+    Column("analysis_count", Integer(), nullable=False, server_default=text("0")),
+    Column("citation_count", Integer(), nullable=False, server_default=text("0")),
+    Column("tool_call_count", Integer(), nullable=False, server_default=text("0")),
+    Column("ledger_entry_count", Integer(), nullable=False, server_default=text("0")),
+    Column("snapshot_count", Integer(), nullable=False, server_default=text("0")),
+    Column("report_sha256", String(_TINY), nullable=True),
+    Column("duration_ms", Double(), nullable=False, server_default=text("0")),
+    Column(
+        "created_at",
+        DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb"),
+        nullable=False,
+    ),
+    Index("ix_guard_verification_run_created", "run_id", "created_at"),
+    Index("ix_guard_verification_created_at", "created_at"),
+    Index("uq_guard_verification_invocation_id", "invocation_id", unique=True),
+    mysql_engine="InnoDB",
+    mysql_charset="utf8mb4",
+)
+
+TABLES = (tool_invocation, guard_verification)
+
+
 class SchemaMismatch(Exception):
     """The existing table cannot take the service's rows (a misconfiguration)."""
 
 
 def ensure_schema(engine: Engine, *, attempts: int = 3) -> list[str]:
-    """Create `tool_invocation`, or add the columns and indexes an older table lacks.
+    """Create the audit tables, or add the columns and indexes older tables lack.
 
     Returns what was done (empty when the schema was already current). Never drops or
     rewrites anything. A race with another process doing the same is retried.
@@ -155,23 +197,30 @@ def _schema_lock(conn: Connection) -> Iterator[None]:
 
 
 def _ensure_schema(conn: Connection) -> list[str]:
-    if not inspect(conn).has_table(TABLE_NAME):
-        metadata.create_all(conn, tables=[tool_invocation])
-        return [f"created table {TABLE_NAME}"]
     actions: list[str] = []
-    existing = {c["name"] for c in inspect(conn).get_columns(TABLE_NAME)}
-    table_sql = conn.dialect.identifier_preparer.format_table(tool_invocation)
-    for column in tool_invocation.columns:
+    for table in TABLES:
+        actions.extend(_ensure_table(conn, table))
+    return actions
+
+
+def _ensure_table(conn: Connection, table: Table) -> list[str]:
+    if not inspect(conn).has_table(table.name):
+        metadata.create_all(conn, tables=[table])
+        return [f"created table {table.name}"]
+    actions: list[str] = []
+    existing = {c["name"] for c in inspect(conn).get_columns(table.name)}
+    table_sql = conn.dialect.identifier_preparer.format_table(table)
+    for column in table.columns:
         if column.name in existing:
             continue
         if column.primary_key:
-            log.warning("audit schema: %s has no primary key column %r", TABLE_NAME, column.name)
+            log.warning("audit schema: %s has no primary key column %r", table.name, column.name)
             continue
         ddl = _add_column_ddl(conn, column)
         conn.execute(text(f"ALTER TABLE {table_sql} ADD COLUMN {ddl}"))
-        actions.append(f"added column {column.name}")
-    present = inspect(conn).get_indexes(TABLE_NAME)
-    for index in sorted(tool_invocation.indexes, key=lambda i: str(i.name)):
+        actions.append(f"added column {column.name} to {table.name}")
+    present = inspect(conn).get_indexes(table.name)
+    for index in sorted(table.indexes, key=lambda i: str(i.name)):
         wanted = [c.name for c in index.columns]
         if any(
             i["name"] == index.name
@@ -191,7 +240,7 @@ def _add_column_ddl(conn: Connection, column: Column[Any]) -> str:
     scratch = Column(column.name, column.type, nullable=nullable)
     if isinstance(default, DefaultClause):
         scratch.server_default = DefaultClause(default.arg)
-    Table(TABLE_NAME, MetaData(), scratch)
+    Table(str(column.table.name), MetaData(), scratch)
     return str(CreateColumn(scratch).compile(dialect=conn.dialect))
 
 
@@ -220,10 +269,18 @@ def _kind(column: Column[Any]) -> str:
 
 
 def check_compatible(engine: Engine) -> None:
-    """Raise SchemaMismatch when the existing table cannot take rows; call after ensure_schema."""
-    found = {c["name"]: c for c in inspect(engine).get_columns(TABLE_NAME)}
+    """Raise SchemaMismatch when an existing table cannot take rows; call after ensure_schema."""
     problems: list[str] = []
-    for column in tool_invocation.columns:
+    for table in TABLES:
+        found = {c["name"]: c for c in inspect(engine).get_columns(table.name)}
+        problems.extend(f"table {table.name}: {p}" for p in _table_problems(table, found))
+    if problems:
+        raise SchemaMismatch("; ".join(problems))
+
+
+def _table_problems(table: Table, found: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for column in table.columns:
         existing = found.get(column.name)
         if existing is None:
             continue
@@ -237,12 +294,11 @@ def check_compatible(engine: Engine) -> None:
         length = getattr(have, "length", None)
         if kind == "text" and wanted and length and length < wanted:
             problems.append(f"column {column.name} holds {length} characters, rows need {wanted}")
-    ours = {c.name for c in tool_invocation.columns}
+    ours = {c.name for c in table.columns}
     for name, existing in found.items():
         required = not existing["nullable"] and existing.get("default") is None
         if name not in ours and required and not existing.get("autoincrement"):
             problems.append(
                 f"column {name} is NOT NULL without a default; the service never sets it"
             )
-    if problems:
-        raise SchemaMismatch(f"table {TABLE_NAME}: " + "; ".join(problems))
+    return problems

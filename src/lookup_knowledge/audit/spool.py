@@ -33,7 +33,7 @@ from lookup_knowledge.audit.segments import (
     read_lines,
     write_all,
 )
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.domain.audit import AuditRow
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class Batch:
     """Rows in append order from one segment; `ack` them once they are stored."""
 
     segment: Segment
-    records: list[AuditRecord] = field(default_factory=list)
+    records: list[AuditRow] = field(default_factory=list)
     ends: list[tuple[int, int]] = field(default_factory=list)  # (offset, lines) after each row
     end: tuple[int, int] = (0, 0)  # after the whole batch (trailing undecodable lines included)
 
@@ -76,7 +76,7 @@ class Spool:
         self._active: Segment | None = None
         self._spare: Segment | None = None
         self._backlog: list[Segment] = []  # sealed segments to drain, oldest name first
-        self._cache: deque[tuple[AuditRecord, int]] = deque()  # active's unacked rows, with ends
+        self._cache: deque[tuple[AuditRow, int]] = deque()  # active's unacked rows, with ends
         self._cache_ok = True
         self._dirty = False
         self._dirty_event = threading.Event()  # set when a write is waiting for the syncer
@@ -101,7 +101,7 @@ class Spool:
 
     # --- appending (any thread) ---
 
-    def append(self, record: AuditRecord) -> None:
+    def append(self, record: AuditRow) -> None:
         """Write the row's line; returns once the kernel has it. Raises OSError."""
         line = encode_record(record)
         with self._lock:

@@ -17,7 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, Table, create_engine, event, make_url, text
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import (
@@ -33,10 +33,13 @@ from lookup_knowledge.audit.schema import (
     ID_CHARS,
     INVOCATION_ID_CHARS,
     QUERY_CHARS,
+    VIOLATION_CODES_CHARS,
     SchemaMismatch,
+    guard_verification,
     tool_invocation,
 )
-from lookup_knowledge.domain.audit import OUTPUT_PREVIEW_CHARS, AuditRecord
+from lookup_knowledge.domain.audit import OUTPUT_PREVIEW_CHARS, AuditRecord, AuditRow
+from lookup_knowledge.domain.guard import GuardOutcome
 from lookup_knowledge.domain.jsonsafe import dumps_bounded, escape_surrogates
 
 SUPPORTED_BACKENDS = frozenset({"sqlite", "mysql", "mariadb"})
@@ -263,46 +266,73 @@ def record_to_row(record: AuditRecord) -> dict[str, Any]:
     }
 
 
+def outcome_to_row(outcome: GuardOutcome) -> dict[str, Any]:
+    """The `guard_verification` insert parameters of one report verification."""
+    codes = sorted({v.code for v in outcome.violations})
+    return {
+        "invocation_id": _text(outcome.invocation_id, INVOCATION_ID_CHARS),
+        "run_id": _text(outcome.run_id, ID_CHARS),
+        "outcome": _text(outcome.outcome, _TINY),
+        "ok": outcome.ok,
+        "error_code": _optional_text(outcome.error_code, _TINY),
+        "violation_count": len(outcome.violations),
+        "violation_codes": _text(",".join(codes), VIOLATION_CODES_CHARS) if codes else None,
+        # bounded like retrieval_details by the engine's JSON serializer
+        "violations": [{"code": v.code, "path": v.path} for v in outcome.violations] or None,
+        "analysis_count": int(outcome.analysis_count),
+        "citation_count": int(outcome.citation_count),
+        "tool_call_count": int(outcome.tool_call_count),
+        "ledger_entry_count": int(outcome.ledger_entry_count),
+        "snapshot_count": int(outcome.snapshot_count),
+        "report_sha256": _optional_text(outcome.report_sha256 or None, _TINY),
+        "duration_ms": _finite(outcome.duration_ms) or 0.0,
+        "created_at": db_timestamp(outcome.created_at),
+    }
+
+
 @functools.cache
-def _insert_skipping_known(dialect: str) -> Any:
+def _insert_skipping_known(dialect: str, table: Table) -> Any:
     """The insert for a dialect, built once (building it costs more than running it)."""
     if dialect in {"mysql", "mariadb"}:
-        upsert = mysql.insert(tool_invocation)
+        upsert = mysql.insert(table)
         # A no-op update on a duplicate id: unlike INSERT IGNORE it hides no other error.
         return upsert.on_duplicate_key_update(invocation_id=upsert.inserted.invocation_id)
     if dialect == "sqlite":
-        return sqlite.insert(tool_invocation).on_conflict_do_nothing(
-            index_elements=[tool_invocation.c.invocation_id]
-        )
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=[table.c.invocation_id])
     return None
 
 
-def insert_rows(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+def insert_rows(
+    conn: Connection, rows: Sequence[Mapping[str, Any]], table: Table = tool_invocation
+) -> None:
     """Insert rows, skipping any whose `invocation_id` is already stored (one statement)."""
     if not rows:
         return
-    stmt = _insert_skipping_known(conn.dialect.name)
+    stmt = _insert_skipping_known(conn.dialect.name, table)
     if stmt is not None:
         conn.execute(stmt, list(rows))
     else:
         wanted = [r["invocation_id"] for r in rows]
         stored = set(
             conn.execute(
-                tool_invocation.select()
-                .with_only_columns(tool_invocation.c.invocation_id)
-                .where(tool_invocation.c.invocation_id.in_(wanted))
+                table.select()
+                .with_only_columns(table.c.invocation_id)
+                .where(table.c.invocation_id.in_(wanted))
             ).scalars()
         )
         fresh = [r for r in rows if r["invocation_id"] not in stored]
         if fresh:
-            conn.execute(tool_invocation.insert(), fresh)
+            conn.execute(table.insert(), fresh)
 
 
-def insert_records(engine: Engine, records: Sequence[AuditRecord]) -> None:
-    """Insert records in one transaction, one commit (exactly once per `invocation_id`)."""
-    rows = [record_to_row(r) for r in records]
+def insert_records(engine: Engine, records: Sequence[AuditRow]) -> None:
+    """Insert records in one transaction, one commit (exactly once per `invocation_id`); a
+    lookup's row goes to `tool_invocation`, a report verification's to `guard_verification`."""
+    calls = [record_to_row(r) for r in records if isinstance(r, AuditRecord)]
+    verifications = [outcome_to_row(r) for r in records if isinstance(r, GuardOutcome)]
     with engine.begin() as conn:
-        insert_rows(conn, rows)
+        insert_rows(conn, calls)
+        insert_rows(conn, verifications, guard_verification)
 
 
 def fetch_run(engine: Engine, run_id: str) -> list[dict[str, Any]]:
@@ -311,6 +341,17 @@ def fetch_run(engine: Engine, run_id: str) -> list[dict[str, Any]]:
         tool_invocation.select()
         .where(tool_invocation.c.run_id == run_id)
         .order_by(tool_invocation.c.created_at, tool_invocation.c.id)
+    )
+    with engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def fetch_run_verifications(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+    """A run's report verifications, oldest first."""
+    query = (
+        guard_verification.select()
+        .where(guard_verification.c.run_id == run_id)
+        .order_by(guard_verification.c.created_at, guard_verification.c.id)
     )
     with engine.connect() as conn:
         return [dict(row._mapping) for row in conn.execute(query)]

@@ -23,10 +23,11 @@ from sqlalchemy import Engine
 
 from lookup_knowledge.audit import schema, sql
 from lookup_knowledge.audit.health import SLOW_CALL_S, DatabaseHealth
+from lookup_knowledge.audit.lines import describe
 from lookup_knowledge.audit.quarantine import Quarantine
 from lookup_knowledge.audit.spool import Batch, Spool
 from lookup_knowledge.audit.sql import Failure
-from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
+from lookup_knowledge.domain.audit import AuditRow, AuditStatus
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class AuditWriter:
         self._batch_wait_s = batch_wait_s
         self._idle_ping_s = idle_ping_s
         self._orphan_check_s = orphan_check_s
-        self._held: deque[AuditRecord] = deque()  # rows the spool could not take
+        self._held: deque[AuditRow] = deque()  # rows the spool could not take
         self._lock = threading.Lock()
         self._closed = False
         self._stopping = threading.Event()
@@ -113,7 +114,7 @@ class AuditWriter:
 
     # --- AuditPort ---
 
-    def submit(self, record: AuditRecord) -> None:
+    def submit(self, record: AuditRow) -> None:
         """Append the row to the spool; returns once the kernel has it. Never raises."""
         try:
             self._spool.append(record)
@@ -274,7 +275,7 @@ class AuditWriter:
         self._spool.ack(batch)
         self._health.progressed()
 
-    def _write_row(self, record: AuditRecord) -> bool | None:
+    def _write_row(self, record: AuditRow) -> bool | None:
         """True: written. False: quarantined, as the database will not take it. None: the
         database is away (the row waits; it is never quarantined for an outage)."""
         for _ in range(ROW_ATTEMPTS):
@@ -294,12 +295,11 @@ class AuditWriter:
         reason = f"{sql.brief(error)} ({ROW_ATTEMPTS} times, while the database answered pings)"
         return self._quarantine_row(record, reason)
 
-    def _quarantine_row(self, record: AuditRecord, reason: str) -> bool | None:
+    def _quarantine_row(self, record: AuditRow, reason: str) -> bool | None:
         log.error(
-            "audit row %s (%s/%s) refused by the database, quarantined: %s",
+            "audit row %s (%s) refused by the database, quarantined: %s",
             record.invocation_id,
-            record.run_id,
-            record.tool_call_id,
+            describe(record),
             reason,
         )
         try:

@@ -1,4 +1,8 @@
-"""One row of the `tool_invocation` audit table (docs/audit.md), and the audit trail's state."""
+"""The audit trail's rows and state (docs/audit.md).
+
+A row is one lookup call (`AuditRecord`, table `tool_invocation`) or one report verification
+(`GuardOutcome`, table `guard_verification`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from lookup_knowledge.domain.guard import GuardOutcome
 
 OUTPUT_PREVIEW_CHARS = 2000
 EVIDENCE_REF_TEXT_CHARS = 200
@@ -37,6 +43,9 @@ class AuditRecord:
     # Unique per submitted row: the audit writer inserts it at most once (spool replays, retries).
     invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
+
+# What the audit trail takes: a lookup call's row, or a report verification's.
+AuditRow = AuditRecord | GuardOutcome
 
 AuditHealth = Literal["up", "degraded", "down"]
 

@@ -1,11 +1,12 @@
 """One finished report verification, as the guard hands it to its outcome port (docs/guard.md).
 
-Plain data, so that whoever records it (metrics and the log line today; an audit row later)
-depends on nothing of the guard package.
+Plain data, so that whoever records it (metrics, the log line, the `guard_verification` audit
+row of docs/audit.md#guard-verifications) depends on nothing of the guard package.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -33,6 +34,17 @@ class GuardOutcome:
     report_sha256: str = ""  # of the parsed report as compact JSON (GuardReport.model_dump_json)
     duration_ms: float = 0.0
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Unique per verification: its audit row is inserted at most once (spool replays, retries).
+    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == OUTCOME_OK
+
+    @property
+    def error_code(self) -> str | None:
+        """The error that stopped the verification; None when it was judged."""
+        return None if self.outcome in (OUTCOME_OK, OUTCOME_VIOLATIONS) else self.outcome
 
 
 __all__ = ["OUTCOME_OK", "OUTCOME_VIOLATIONS", "GuardOutcome", "GuardViolationRef"]

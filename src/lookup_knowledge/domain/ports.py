@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from lookup_knowledge.domain.audit import AuditRecord, AuditStatus
+from lookup_knowledge.domain.audit import AuditRecord, AuditRow, AuditStatus
 from lookup_knowledge.domain.guard import GuardOutcome
 from lookup_knowledge.domain.ledger import LedgerEntry, RunPage
 from lookup_knowledge.domain.models import SearchOutcome
@@ -89,10 +89,11 @@ class LedgerPort(Protocol):
 class AuditPort(Protocol):
     """The audit trail (docs/audit.md): never fails a lookup, never loses an answered row."""
 
-    def submit(self, record: AuditRecord) -> None:
+    def submit(self, record: AuditRow) -> None:
         """Make the row durable locally (the spool), then return; never raises.
 
-        Called before the answer leaves, so a process killed after answering keeps the row.
+        Called before the answer leaves, so a process killed after answering keeps the row. A
+        lookup's row goes to `tool_invocation`, a report verification's to `guard_verification`.
         """
         ...
 

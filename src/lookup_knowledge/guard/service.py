@@ -6,6 +6,7 @@ answers.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from lookup_knowledge.guard.report import GuardReport, VerifyResult
 from lookup_knowledge.guard.verify import verify_report
 
 log = logging.getLogger(__name__)
+
+INVALID_REQUEST = "INVALID_REQUEST"
 
 
 async def verify_in_ledger(
@@ -59,6 +62,16 @@ async def verify_in_ledger(
     return result
 
 
+def refused(body: object, *, outcomes: GuardOutcomePort) -> None:
+    """A request refused as not a report (422) still ends in an outcome: its audit row names
+    the run its JSON body gave, if any (docs/audit.md#guard-verifications)."""
+    data = body if isinstance(body, dict) else {}
+    run_id = data.get("run_id", data.get("runId"))
+    if run_id is not None and not isinstance(run_id, str):
+        run_id = json.dumps(run_id, default=str)[:256]
+    _tell(outcomes, GuardOutcome(run_id=run_id or "", outcome=INVALID_REQUEST))
+
+
 def _outcome(
     report: GuardReport,
     run_id: str,
@@ -93,4 +106,4 @@ def _tell(outcomes: GuardOutcomePort, outcome: GuardOutcome) -> None:
         log.exception("recording a guard outcome failed")
 
 
-__all__ = ["verify_in_ledger"]
+__all__ = ["refused", "verify_in_ledger"]

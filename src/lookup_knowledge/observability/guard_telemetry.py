@@ -1,4 +1,4 @@
-"""What each finished report verification tells the operator: metrics and one log line."""
+"""What each finished report verification leaves: metrics, one log line, one audit row."""
 
 from __future__ import annotations
 
@@ -6,18 +6,23 @@ import logging
 from collections import Counter
 
 from lookup_knowledge.domain.guard import GuardOutcome
+from lookup_knowledge.domain.ports import AuditPort
 from lookup_knowledge.observability.metrics import Metrics
 
 log = logging.getLogger("lookup_knowledge.guard")
 
 
 class GuardTelemetry:
-    """Implements `GuardOutcomePort` for metrics and logs; the audit row is not written here."""
+    """Implements `GuardOutcomePort`: metrics, the log line, and the `guard_verification` audit
+    row (docs/audit.md#guard-verifications), made durable before the answer leaves."""
 
-    def __init__(self, metrics: Metrics | None) -> None:
+    def __init__(self, metrics: Metrics | None, audit: AuditPort | None = None) -> None:
         self._metrics = metrics
+        self._audit = audit
 
     def verification_finished(self, outcome: GuardOutcome) -> None:
+        if self._audit is not None:
+            self._audit.submit(outcome)
         if self._metrics is not None:
             self._metrics.observe_guard(outcome)
         fields: dict[str, object] = {
