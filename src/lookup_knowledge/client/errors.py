@@ -7,8 +7,10 @@ LookupKnowledgeClientError
     ├── Unauthorized              401 UNAUTHORIZED
     ├── Forbidden                 403 FORBIDDEN
     ├── NotFound                  404 NOT_FOUND
+    ├── MethodNotAllowed          405 METHOD_NOT_ALLOWED       .allow
     ├── ConflictError             409 CONFLICT                 .reason
     ├── PayloadTooLarge           413 PAYLOAD_TOO_LARGE
+    ├── HttpError                 4xx HTTP_ERROR (e.g. 408: the body stalled)
     └── ServerError               5xx
         ├── UpstreamError         502 UPSTREAM_ERROR
         │   └── UpstreamTimeout   504 UPSTREAM_TIMEOUT
@@ -72,6 +74,19 @@ class NotFound(ApiError):
     pass
 
 
+class MethodNotAllowed(ApiError):
+    """405: the path exists, not with this method; `allow` lists the methods it takes."""
+
+    @property
+    def allow(self) -> list[str]:
+        value = self.response.headers.get("allow", "") if self.response is not None else ""
+        return [method.strip() for method in value.split(",") if method.strip()]
+
+
+class HttpError(ApiError):
+    """A framework-level 4xx (HTTP_ERROR), such as 408 for a request body that stalled."""
+
+
 class ConflictError(ApiError):
     """409: `reason` is `query_mismatch`, `in_flight`, `completed_first` or `not_replayable`."""
 
@@ -127,8 +142,10 @@ _BY_CODE: dict[str, type[ApiError]] = {
     "UNAUTHORIZED": Unauthorized,
     "FORBIDDEN": Forbidden,
     "NOT_FOUND": NotFound,
+    "METHOD_NOT_ALLOWED": MethodNotAllowed,
     "CONFLICT": ConflictError,
     "PAYLOAD_TOO_LARGE": PayloadTooLarge,
+    "HTTP_ERROR": HttpError,
     "UPSTREAM_ERROR": UpstreamError,
     "UPSTREAM_TIMEOUT": UpstreamTimeout,
     "LEDGER_UNAVAILABLE": LedgerUnavailable,
@@ -141,6 +158,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    405: MethodNotAllowed,
     409: ConflictError,
     413: PayloadTooLarge,
     422: InvalidRequest,
