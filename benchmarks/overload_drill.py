@@ -11,8 +11,12 @@ any number of calls in --pyrag-delay-ms) and `lookup-knowledge serve` as real pr
    the best lookups/s is the closed-loop maximum of this machine and setting;
 2. the burst: --burst lookups, each on its own connection, sent at once; prints the
    histogram of answers and the 200s' throughput against the closed-loop maximum;
-3. every id that did not get 200 is sent again, at once and sequentially: does it succeed?
-4. right after the burst, --after lookups, one every 2 s: do they succeed, how fast?
+3. --shed (on by default): every id shed with 503 OVERLOADED is sent again right away, all of
+   them, by 8 clients: how many succeed at once (the shed left no claim behind), how fast;
+4. every other id that did not get 200 is sent again, sequentially: does it succeed?
+5. right after the burst, --after lookups, one every 2 s: do they succeed, how fast?
+6. once the service has stopped, the audit rows against the answers: one row per call, the
+   shed ones included (`error_code` OVERLOADED).
 
 Nothing is asserted: the figures are printed for the report.
 """
@@ -23,6 +27,7 @@ import argparse
 import asyncio
 import collections
 import os
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -42,8 +47,10 @@ from drill_support import (
 LOOKUP = "/lookup_knowledge"
 
 
-async def closed_loop(port: int, run_id: str, workers: int, seconds: float) -> tuple[float, int]:
-    """Lookups/s with `workers` keep-alive clients sending back to back; and non-200 count."""
+async def closed_loop(
+    port: int, run_id: str, workers: int, seconds: float
+) -> tuple[float, int, int]:
+    """Lookups/s with `workers` keep-alive clients sending back to back; non-200s; lookups."""
     deadline = time.perf_counter() + seconds
     done = 0
     failed = 0
@@ -62,7 +69,7 @@ async def closed_loop(port: int, run_id: str, workers: int, seconds: float) -> t
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(workers)))
-    return done / (time.perf_counter() - started), failed
+    return done / (time.perf_counter() - started), failed, done
 
 
 async def burst(port: int, run_id: str, size: int) -> tuple[list[Answer], float]:
@@ -78,8 +85,45 @@ def histogram(answers: list[Answer]) -> str:
     return ", ".join(f"{n} × {label}" for label, n in counts.most_common())
 
 
-async def drill(args: argparse.Namespace, svc: Service) -> None:
+async def retry_shed(port: int, run_id: str, ids: list[str], clients: int = 8) -> int:
+    """Send every shed id again at once, `clients` at a time: a shed call claimed nothing, so
+    its retry should run as a fresh lookup and succeed."""
+    pending = iter(ids)
+    retried: list[Answer] = []
+    started = time.perf_counter()
+
+    async def client() -> None:
+        connection = Connection(port)
+        for call in pending:
+            retried.append(await connection.request("POST", LOOKUP, lookup_body(run_id, call)))
+        await connection.close()
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+    wall = time.perf_counter() - started
+    ok = sum(a.status == 200 for a in retried)
+    latencies = [a.latency_s for a in retried]
+    print(
+        f"--shed: {len(retried)} shed ids sent again at once by {clients} clients: "
+        f"{histogram(retried)}; {ok}/{len(retried)} succeeded on the first retry, "
+        f"in {wall:.2f} s; latency p50 {percentile(latencies, 0.5) * 1000:.0f} ms, "
+        f"p99 {percentile(latencies, 0.99) * 1000:.0f} ms"
+    )
+    return len(retried)
+
+
+def audit_rows(database: Path) -> collections.Counter[str]:
+    """Rows of the audit database by outcome ("ok" or the error code)."""
+    with sqlite3.connect(database) as conn:
+        rows = conn.execute(
+            "SELECT COALESCE(error_code, 'ok'), COUNT(*) FROM tool_invocation GROUP BY 1"
+        ).fetchall()
+    return collections.Counter({code: count for code, count in rows})
+
+
+async def drill(args: argparse.Namespace, svc: Service) -> int:
+    """Run the parts; returns how many lookups were sent (each should leave an audit row)."""
     port = svc.port
+    sent = 30
     stamp = str(int(time.time()))
     for i in range(30):  # warm-up: imports, pools, scripts
         await one_shot(port, "POST", LOOKUP, lookup_body(f"warm-{stamp}", f"w{i}"))
@@ -87,7 +131,8 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
     best = 0.0
     for workers in args.closed_loop:
         cpu = svc.cpu_seconds()
-        rate, failed = await closed_loop(port, f"loop-{stamp}", workers, args.loop_seconds)
+        rate, failed, done = await closed_loop(port, f"loop-{stamp}", workers, args.loop_seconds)
+        sent += done
         used = (svc.cpu_seconds() - cpu) / args.loop_seconds
         print(
             f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200), "
@@ -96,11 +141,12 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
         best = max(best, rate)
     print(f"closed-loop maximum: {best:.1f} lookups/s")
     if args.burst == 0:
-        return
+        return sent
 
     run_id = f"burst-{stamp}"
     cpu = svc.cpu_seconds()
     answers, started = await burst(port, run_id, args.burst)
+    sent += len(answers)
     burst_cpu = svc.cpu_seconds() - cpu
     print(f"\nburst of {args.burst}: {histogram(answers)}")
     ok = sorted(a.done_at for a in answers if a.status == 200)
@@ -129,11 +175,19 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
     wall = max(a.done_at for a in answers) - started
     print(f"whole burst answered in {wall:.2f} s, service CPU {burst_cpu:.2f} s")
 
-    failed_ids = [f"b{i}" for i, a in enumerate(answers) if a.status != 200]
+    shed_ids = [f"b{i}" for i, a in enumerate(answers) if a.code == "OVERLOADED"]
+    if args.shed and shed_ids:
+        sent += await retry_shed(port, run_id, shed_ids)
+    failed_ids = [
+        f"b{i}"
+        for i, a in enumerate(answers)
+        if a.status != 200 and not (args.shed and f"b{i}" in shed_ids)
+    ]
     if failed_ids:
         retried = []
         for call in failed_ids[: args.retries]:
             retried.append(await one_shot(port, "POST", LOOKUP, lookup_body(run_id, call)))
+        sent += len(retried)
         print(
             f"retry at once of {len(retried)} ids that did not get 200: {histogram(retried)}; "
             f"p50 {percentile([a.latency_s for a in retried], 0.5) * 1000:.0f} ms"
@@ -149,6 +203,7 @@ async def drill(args: argparse.Namespace, svc: Service) -> None:
         f"after the burst, {args.after} lookups {args.after_gap_s:g} s apart: "
         f"{histogram(after)}; latencies ms: {latencies}"
     )
+    return sent + len(after)
 
 
 def main() -> None:
@@ -157,7 +212,13 @@ def main() -> None:
     parser.add_argument("--pyrag-delay-ms", type=float, default=50.0)
     parser.add_argument("--closed-loop", type=int, nargs="*", default=[4, 8, 16, 32, 64])
     parser.add_argument("--loop-seconds", type=float, default=4.0)
-    parser.add_argument("--retries", type=int, default=50)
+    parser.add_argument(
+        "--shed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="retry every id shed with 503 OVERLOADED right after the burst",
+    )
+    parser.add_argument("--retries", type=int, default=50, help="other failed ids retried")
     parser.add_argument("--after", type=int, default=10)
     parser.add_argument("--after-gap-s", type=float, default=2.0)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
@@ -174,7 +235,12 @@ def main() -> None:
             os.nice(
                 10
             )  # the load generator yields the CPU to what it measures, as remote clients would
-            asyncio.run(drill(args, svc))
+            answers = asyncio.run(drill(args, svc))
+        rows = audit_rows(workdir / "audit.db")
+        print(
+            f"\naudit after the stop: {sum(rows.values())} rows for {answers} answers sent; "
+            + ", ".join(f"{n} × {code}" for code, n in rows.most_common())
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ from lookup_knowledge.api.auth import Role, require
 from lookup_knowledge.api.body_limit import BodyLimitMiddleware
 from lookup_knowledge.api.deps import Resources
 from lookup_knowledge.api.errors import install_error_handlers
+from lookup_knowledge.api.head import HeadAsGetMiddleware
 from lookup_knowledge.api.openapi import install_openapi
+from lookup_knowledge.api.shed_audit import ShedAudit
 from lookup_knowledge.domain.ports import AuditPort, GuardOutcomePort, LedgerPort
 from lookup_knowledge.guard import route as guard_route
 from lookup_knowledge.mcp_server.http import MCP_PATH, McpHttpEndpoint
@@ -196,11 +198,16 @@ def create_app(
         observer=metrics,
     )
     # From the outside in (each add wraps the ones before): request id and metrics, the body
-    # cap, then admission — so a slow body never holds a lookup slot, and a refused lookup costs
-    # no parsing and no validation. Lookups arrive by POST /lookup_knowledge and as MCP tool
-    # calls on /mcp: one limit for both.
+    # cap, admission, then HEAD served as GET — so a slow body never holds a lookup slot, and a
+    # refused lookup costs no validation. Lookups arrive by POST /lookup_knowledge and as MCP
+    # tool calls on /mcp: one limit for both.
+    app.add_middleware(HeadAsGetMiddleware, exclude=frozenset({MCP_PATH}))
     app.add_middleware(
-        AdmissionMiddleware, gate=gate, paths=frozenset({"/lookup_knowledge", MCP_PATH})
+        AdmissionMiddleware,
+        gate=gate,
+        paths=frozenset({"/lookup_knowledge", MCP_PATH}),
+        # A shed lookup still leaves its audit row (docs/audit.md).
+        on_refused={"/lookup_knowledge": ShedAudit(lambda: getattr(app.state, "resources", None))},
     )
     app.add_middleware(BodyLimitMiddleware, timeout_s=settings.http_body_timeout_s)
     app.add_middleware(RequestContextMiddleware, metrics=metrics)

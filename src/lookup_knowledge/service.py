@@ -194,10 +194,18 @@ class LookupService:
                 "ledger FAILED mark not written for %s/%s", command.run_id, command.tool_call_id
             )
 
-    def refused(self, body: object, *, message: str, problems: list[dict[str, Any]]) -> None:
-        """A call refused before it ran (its body broke the schema) still leaves its row."""
+    def refused(
+        self,
+        body: object,
+        *,
+        message: str,
+        problems: list[dict[str, Any]] | None = None,
+        code: str = "INVALID_REQUEST",
+    ) -> None:
+        """A call refused before it ran (its body broke the schema, or admission shed it with
+        OVERLOADED) still leaves its row."""
         draft = AuditDraft.refused(body)
-        draft.failed("INVALID_REQUEST", message, problems=problems)
+        draft.failed(code, message, problems=problems)
         self._finish(draft, None)
 
     def _finish(self, draft: AuditDraft, error_kind: str | None) -> None:

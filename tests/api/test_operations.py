@@ -105,10 +105,11 @@ async def test_bearer_credentials_are_parsed_as_rfc_6750_writes_them(
 @pytest.mark.parametrize(
     ("method", "path", "allow"),
     [
-        ("TRACE", "/healthz", {"GET"}),
-        ("POST", "/readyz", {"GET"}),
+        ("TRACE", "/healthz", {"GET", "HEAD"}),
+        ("POST", "/readyz", {"GET", "HEAD"}),
         ("GET", "/lookup_knowledge", {"POST"}),
-        ("DELETE", "/ledger/run-1/call-1", {"GET"}),
+        ("HEAD", "/lookup_knowledge", {"POST"}),
+        ("DELETE", "/ledger/run-1/call-1", {"GET", "HEAD"}),
     ],
 )
 async def test_a_wrong_method_is_405_with_the_allowed_ones(
@@ -117,8 +118,30 @@ async def test_a_wrong_method_is_405_with_the_allowed_ones(
     async with open_client(audit=RecordingAudit()) as client:
         response = await client.request(method, path)
     assert response.status_code == 405
-    assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    if method != "HEAD":
+        assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
     assert {m.strip() for m in response.headers["allow"].split(",")} == allow
+
+
+@pytest.mark.parametrize(
+    "path", ["/healthz", "/readyz", "/ledger/run-1", "/ledger/run-1/call-1", "/metrics", "/nope"]
+)
+async def test_head_answers_like_get_without_a_body(open_client: OpenClient, path: str) -> None:
+    async with (
+        open_client(audit=RecordingAudit()) as client,
+        respx.mock(assert_all_called=False) as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).respond(200, json=pyrag_body([raw_hit("a#chunk-0")]))
+        mock.get(url__startswith=PYRAG_TEST_URL).respond(200, json={"status": "ok"})
+        await client.post("/lookup_knowledge", json=BODY)
+        got = await client.get(path)
+        head = await client.head(path)
+
+    assert head.status_code == got.status_code
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+    if path != "/metrics":  # the counters move between the two requests
+        assert head.headers["content-length"] == str(len(got.content))
 
 
 async def test_without_tokens_every_route_is_open_and_a_warning_is_logged(

@@ -88,8 +88,49 @@ async def test_lookups_beyond_the_limit_are_refused_before_the_ledger_and_retry_
         assert answers[i].headers["retry-after"] == "1"
     assert [e.status_code for e in entries] == [404, 404, 404]  # nothing was claimed
     assert [r.status_code for r in retried] == [200, 200, 200]
-    assert len(audit.records) == 5 and all(r.success for r in audit.records)
+    # Every call leaves its row: the 3 shed ones too, then their 3 retries and the 2 admitted.
+    shed = [r for r in audit.records if not r.success]
+    assert sorted(r.tool_call_id for r in shed) == sorted(f"c{i}" for i in refused)
+    assert {(r.error_code, r.run_id, r.query) for r in shed} == {
+        ("OVERLOADED", "run-burst", "网关超时怎么排查")
+    }
+    assert all("limit of 2 lookups" in r.retrieval_details["error"] for r in shed)
+    assert len([r for r in audit.records if r.success]) == 5
     assert 'lk_lookups_refused_total{reason="queue_full"} 3.0' in metrics
+
+
+async def test_a_shed_call_without_a_valid_token_leaves_no_row(
+    open_client: OpenClient, audit: RecordingAudit
+) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
+        asked.set()
+        await release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+    token = "agent-secret-1"
+    good = {"Authorization": f"Bearer {token}"}
+    async with (
+        open_client(
+            audit=audit, max_concurrent_lookups=1, lookup_queue_max=0, lookup_api_tokens=token
+        ) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        held = asyncio.ensure_future(client.post(LOOKUP, json=body("held"), headers=good))
+        await asyncio.wait_for(asked.wait(), 10)
+        anonymous = await client.post(LOOKUP, json=body("anon"))
+        wrong = await client.post(LOOKUP, json=body("wrong"), headers={"Authorization": "Bearer x"})
+        not_json = await client.post(LOOKUP, content=b"{", headers=good)
+        shed = await client.post(LOOKUP, json=body("shed"), headers=good)
+        release.set()
+        assert (await held).status_code == 200
+
+    assert [r.status_code for r in (anonymous, wrong, not_json, shed)] == [503] * 4
+    assert [(r.tool_call_id, r.error_code) for r in audit.records if not r.success] == [
+        ("shed", "OVERLOADED")
+    ]
 
 
 async def test_a_lookup_waits_in_the_queue_for_a_free_slot(open_client: OpenClient) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Protocol
 
@@ -128,13 +128,26 @@ class AdmissionGate:
             self._observer.admission_changed(running=self._running, waiting=len(self._waiters))
 
 
-class AdmissionMiddleware:
-    """Pure ASGI: POSTs to `paths` take a slot of `gate` for their whole handling."""
+# Told of each refused request with its (already buffered) body, e.g. to audit it.
+OnRefused = Callable[[Scope, bytes, Overloaded], None]
 
-    def __init__(self, app: ASGIApp, *, gate: AdmissionGate, paths: frozenset[str]) -> None:
+
+class AdmissionMiddleware:
+    """Pure ASGI: POSTs to `paths` take a slot of `gate` for their whole handling; a refused
+    POST to a path of `on_refused` is handed to that callback with its body before the 503."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        gate: AdmissionGate,
+        paths: frozenset[str],
+        on_refused: Mapping[str, OnRefused] | None = None,
+    ) -> None:
         self.app = app
         self.gate = gate
         self.paths = paths
+        self.on_refused = dict(on_refused or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
@@ -143,6 +156,9 @@ class AdmissionMiddleware:
         try:
             await self.gate.acquire()
         except Overloaded as refused:
+            told = self.on_refused.get(scope["path"])
+            if told is not None:
+                told(scope, await _body(receive), refused)
             response = envelope(
                 refused.status_code, refused.code, refused.message, refused.details, refused.headers
             )
@@ -152,3 +168,16 @@ class AdmissionMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.gate.release()
+
+
+async def _body(receive: Receive) -> bytes:
+    """The request body; the body limit in front has buffered it, so this does not wait."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)

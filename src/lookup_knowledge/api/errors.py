@@ -81,8 +81,12 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     code = _HTTP_CODES.get(
         exc.status_code, "INTERNAL_ERROR" if exc.status_code >= 500 else "HTTP_ERROR"
     )
-    # The framework's own headers stay: `Allow` on a 405, for one.
+    # The framework's own headers stay: `Allow` on a 405, for one; a path that takes GET takes
+    # HEAD too (api/head.py).
     headers = dict(exc.headers) if exc.headers else None
+    allow = headers.get("Allow") if headers else None
+    if headers and allow and "GET" in allow.split(", ") and "HEAD" not in allow:
+        headers["Allow"] = allow + ", HEAD"
     return envelope(exc.status_code, code, str(exc.detail), headers=headers)
 
 
