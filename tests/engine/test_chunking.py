@@ -92,6 +92,26 @@ def test_headings_inside_code_fences_are_not_sections() -> None:
     assert "# not a heading" in doc.chunks[0].content
 
 
+def test_a_fence_closes_only_on_its_own_kind_and_length() -> None:
+    text = (
+        "# T\n\n## Code\n\n````\n```\n# in\n~~~~\n# still in\n````\n"
+        "    # indented code\n## After\n\ntext\n~~~\n# never closed\n"
+    )
+    doc = _doc(text)
+
+    assert [c.breadcrumb for c in doc.chunks] == ["T > Code", "T > After"]
+    assert "# still in" in doc.chunks[0].content
+    assert "    # indented code" in doc.chunks[0].content
+    assert doc.chunks[1].content.endswith("# never closed")
+
+
+def test_the_title_is_the_first_h1_outside_code() -> None:
+    doc = _doc("```\n# Not the title\n```\n\n## Intro\n\nx\n\n# Real title\n\ny\n")
+
+    assert {c.title for c in doc.chunks} == {"Real title"}
+    assert [c.breadcrumb for c in doc.chunks] == ["Real title", "Real title > Intro", "Real title"]
+
+
 def test_sections_without_text_yield_no_chunk() -> None:
     doc = _doc("# T\n\n## Empty\n\n## Full\n\ntext\n")
 

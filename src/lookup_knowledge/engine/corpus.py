@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.markdown import DEFAULT_MAX_CHUNK_CHARS, Document, parse_document
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -28,10 +29,11 @@ def load_documents(
     root = bundled_kb() if docs_dir is None else docs_dir
     if not root.is_dir():
         raise KnowledgeBaseError(f"docs dir {root} does not exist or is not a directory")
-    documents = [
-        parse_document(source, root_file.read_bytes(), max_chars=max_chars)
-        for source, root_file in sorted(_markdown_files(root, ()), key=lambda item: item[0])
-    ]
+    with collector_paused():
+        documents = [
+            parse_document(source, root_file.read_bytes(), max_chars=max_chars)
+            for source, root_file in sorted(_markdown_files(root, ()), key=lambda item: item[0])
+        ]
     if not documents:
         raise KnowledgeBaseError(f"docs dir {root} contains no Markdown (*.md) files")
     if not any(document.chunks for document in documents):

@@ -31,6 +31,7 @@ from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.bilingual import Translations
+from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
@@ -88,6 +89,10 @@ class KnowledgeIndex:
     """An immutable in-memory index over parsed documents; safe to share between threads."""
 
     def __init__(self, documents: Sequence[Document], lexicon: Lexicon | None = None) -> None:
+        with collector_paused():
+            self._build(documents, lexicon)
+
+    def _build(self, documents: Sequence[Document], lexicon: Lexicon | None) -> None:
         self.documents = tuple(documents)
         self.lexicon = lexicon or Lexicon.load()
         self._chunks: list[Chunk] = []

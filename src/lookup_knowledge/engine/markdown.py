@@ -31,6 +31,8 @@ CHUNKING_VERSION = 1
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# The only lines that can change the structure: a possible heading or fence, whole.
+_MARKER_LINE = re.compile(r"^ {0,3}(?:#|`{3}|~{3}).*$", re.MULTILINE)
 # A sentence ends at CJK end punctuation, or at Latin end punctuation followed by a space.
 _SENTENCE = re.compile(r".*?(?:[。！？；]+|[.!?;]+(?=\s)|$)\s*", re.DOTALL)
 
@@ -87,12 +89,14 @@ def parse_document(
     front_matter, body = split_front_matter(text)
     path = PurePosixPath(source)
     document_id = make_document_id(source, raw, max_chars=max_chars)
-    title = _first_h1(body) or front_matter.get("title", "").strip() or path.name.split(".")[0]
+    headings = _headings(body)
+    first_h1 = next((name for _, _, level, name in headings if level == 1), None)
+    title = first_h1 or front_matter.get("title", "").strip() or path.name.split(".")[0]
     category = front_matter.get("category", "").strip() or (
         path.parts[0] if len(path.parts) > 1 else ""
     )
     chunks: list[Chunk] = []
-    for heading_path, section in _sections(body, title):
+    for heading_path, section in _sections(body, headings, title):
         breadcrumb = " > ".join([title, *heading_path])
         for piece in _bound(section, max_chars):
             chunks.append(Chunk(document_id, len(chunks), source, title, breadcrumb, piece))
@@ -155,28 +159,41 @@ def _fenced_lines(body: str) -> Iterator[tuple[str, bool]]:
             yield line, True
 
 
-def _first_h1(body: str) -> str | None:
-    for line, in_code in _fenced_lines(body):
-        heading = None if in_code else _heading(line)
-        if heading and heading[0] == 1:
-            return heading[1]
-    return None
+def _headings(body: str) -> list[tuple[int, int, int, str]]:
+    """(line start, line end, level, name) of each heading outside fenced code blocks.
+
+    Only lines that could be a heading or a fence are looked at (one regex scan), which
+    gives what a line-by-line pass through `_fenced_lines` and `_heading` gives.
+    """
+    found: list[tuple[int, int, int, str]] = []
+    fence: str | None = None
+    for marker in _MARKER_LINE.finditer(body):
+        line = marker.group()
+        match = _FENCE.match(line)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            continue
+        if match:
+            fence = match.group(1)
+            continue
+        heading = _heading(line)
+        if heading is not None:
+            found.append((marker.start(), marker.end(), *heading))
+    return found
 
 
-def _sections(body: str, title: str) -> list[tuple[list[str], str]]:
+def _sections(
+    body: str, headings: list[tuple[int, int, int, str]], title: str
+) -> list[tuple[list[str], str]]:
     """(heading path below the title, section text) for every section that has text."""
     sections: list[tuple[list[str], str]] = []
     stack: list[tuple[int, str]] = []
-    lines: list[str] = []
     title_seen = False
-    for line, in_code in _fenced_lines(body):
-        heading = None if in_code else _heading(line)
-        if heading is None:
-            lines.append(line)
-            continue
-        sections.append(([name for _, name in stack], "\n".join(lines)))
-        lines = []
-        level, name = heading
+    start = 0  # where the current section's text begins
+    for line_start, line_end, level, name in headings:
+        sections.append(([name for _, name in stack], body[start : max(start, line_start - 1)]))
+        start = line_end + 1
         if level == 1 and name == title and not title_seen:
             title_seen = True  # the title heading is the breadcrumb root, not a path element
             stack.clear()
@@ -184,7 +201,7 @@ def _sections(body: str, title: str) -> list[tuple[list[str], str]]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, name))
-    sections.append(([name for _, name in stack], "\n".join(lines)))
+    sections.append(([name for _, name in stack], body[start:]))
     return [(path, text.strip("\n")) for path, text in sections if text.strip()]
 
 
