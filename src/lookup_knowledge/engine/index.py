@@ -183,11 +183,11 @@ class KnowledgeIndex:
         allowed = self._filter_mask(filters) if filters else None
         if allowed is not None and not allowed.any():
             return NoEvidenceBasis.NO_CANDIDATES
-        present = [self._present(c) for c in read.concepts]
+        verbatim = [self._verbatim(c) for c in read.concepts]
         weights = np.array(
-            [self._weight(c, p) for c, p in zip(read.concepts, present, strict=True)]
+            [self._weight(c, v) for c, v in zip(read.concepts, verbatim, strict=True)]
         )
-        rank = self._rank(read, present)
+        rank = self._rank(read, verbatim)
         if allowed is not None:
             rank[~allowed] = 0.0
         candidates = np.flatnonzero(rank > 0)
@@ -197,34 +197,31 @@ class KnowledgeIndex:
         if len(candidates) == 0:
             return NoEvidenceBasis.NO_CANDIDATES
         ranks = rank[candidates]
-        features = self._features(candidates, ranks, read.concepts, present, weights)
+        features = self._features(candidates, ranks, read.concepts, verbatim, weights)
         quality = scoring.quality(features)
         order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
         return Graded(candidates, ranks, features, quality, order)
 
-    def _present(self, concept: Concept) -> np.ndarray | None:
-        """Which chunks hold the concept (None: no chunk can, it is unknown)."""
-        if concept.known is Known.UNKNOWN:
+    def _verbatim(self, concept: Concept) -> np.ndarray | None:
+        """Which chunks hold a concept found verbatim in their text (None: any other concept,
+        whose chunks are in the postings)."""
+        if concept.known is not Known.SUBSTRING:
             return None
         present = np.zeros(len(self._chunks), dtype=bool)
-        if concept.known is Known.SUBSTRING:
-            start = self._text.find(concept.token)
-            while start >= 0:
-                chunk = int(np.searchsorted(self._starts, start, side="right")) - 1
-                present[chunk] = True
-                start = self._text.find(concept.token, int(self._starts[chunk + 1]))
-            return present
-        for variant in concept.variants:
-            self._chunk_postings.mark(present, self._vocabulary[variant])
+        start = self._text.find(concept.token)
+        while start >= 0:
+            chunk = int(np.searchsorted(self._starts, start, side="right")) - 1
+            present[chunk] = True
+            start = self._text.find(concept.token, int(self._starts[chunk + 1]))
         return present
 
-    def _weight(self, concept: Concept, present: np.ndarray | None) -> float:
+    def _weight(self, concept: Concept, verbatim: np.ndarray | None) -> float:
         n = len(self._chunks)
-        if present is None:
+        if concept.known is Known.UNKNOWN:
             return query_reading.UNKNOWN_FACTOR * idf(0, n)
         df = (
-            int(np.count_nonzero(present))
-            if concept.known is Known.SUBSTRING
+            int(np.count_nonzero(verbatim))
+            if verbatim is not None
             else max(
                 int(self._chunk_postings.document_frequency[self._vocabulary[v]])
                 for v in concept.variants
@@ -235,10 +232,10 @@ class KnowledgeIndex:
             factor *= query_reading.SINGLE_CHARACTER_FACTOR
         return factor * idf(df, n)
 
-    def _rank(self, read: ReadQuery, present: list[np.ndarray | None]) -> np.ndarray:
+    def _rank(self, read: ReadQuery, verbatim: list[np.ndarray | None]) -> np.ndarray:
         chunks = np.zeros(len(self._chunks), dtype=np.float64)
         docs = np.zeros(len(self.documents), dtype=np.float64)
-        for concept, where in zip(read.concepts, present, strict=True):
+        for concept, where in zip(read.concepts, verbatim, strict=True):
             factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
             if concept.known is Known.SUBSTRING and where is not None:
                 weight = idf(int(np.count_nonzero(where)), len(self._chunks))
@@ -273,7 +270,7 @@ class KnowledgeIndex:
         candidates: np.ndarray,
         ranks: np.ndarray,
         concepts: Sequence[Concept],
-        present: list[np.ndarray | None],
+        verbatim: list[np.ndarray | None],
         weights: np.ndarray,
     ) -> np.ndarray:
         """The grading features of each candidate (`engine.scoring.FEATURES`)."""
@@ -282,11 +279,11 @@ class KnowledgeIndex:
         covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
         heaviest = np.zeros(len(candidates))  # the heaviest concept the chunk or document holds
         in_heading = np.zeros(len(candidates))
-        for concept, where, weight in zip(concepts, present, weights.tolist(), strict=True):
-            if where is None:
+        for concept, where, weight in zip(concepts, verbatim, weights.tolist(), strict=True):
+            if concept.known is Known.UNKNOWN:
                 continue
-            share = (1 - scoring.DOCUMENT_SHARE) * where[candidates] + (
-                scoring.DOCUMENT_SHARE * self._in_document(concept, where)[docs]
+            share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(concept, where, candidates) + (
+                scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs)
             )
             covered += weight * share
             heaviest = np.maximum(heaviest, weight * (share > 0))
@@ -302,25 +299,37 @@ class KnowledgeIndex:
             heading=in_heading / scope,
         )
 
-    def _in_document(self, concept: Concept, where: np.ndarray) -> np.ndarray:
-        """Which documents hold the concept (`where`: which chunks do)."""
-        held = np.zeros(len(self.documents), dtype=bool)
-        if concept.known is Known.SUBSTRING:
+    def _in_chunk(
+        self, concept: Concept, where: np.ndarray | None, candidates: np.ndarray
+    ) -> np.ndarray:
+        """Which candidates hold the concept (`where`: which chunks do, for a verbatim one)."""
+        if where is not None:
+            held: np.ndarray = where[candidates]
+            return held
+        return self._holds(self._chunk_postings, concept, candidates)
+
+    def _in_document(
+        self, concept: Concept, where: np.ndarray | None, docs: np.ndarray
+    ) -> np.ndarray:
+        """Which of `docs` hold the concept (`where`: which chunks do, for a verbatim one)."""
+        if where is not None:
+            held = np.zeros(len(self.documents), dtype=bool)
             held[self._chunk_doc[where]] = True
-        else:
-            for variant in concept.variants:
-                self._doc_postings.mark(held, self._vocabulary[variant])
-        return held
+            in_docs: np.ndarray = held[docs]
+            return in_docs
+        return self._holds(self._doc_postings, concept, docs)
 
     def _in_heading(self, concept: Concept, candidates: np.ndarray) -> np.ndarray:
         """Which candidates hold the concept in their heading path or document tags."""
         if concept.known is Known.SUBSTRING:
             texts = self._heading_texts
             return np.array([concept.token in texts[c] for c in candidates.tolist()], dtype=bool)
-        marked = np.zeros(len(self._chunks), dtype=bool)
+        return self._holds(self._heading_postings, concept, candidates)
+
+    def _holds(self, postings: Postings, concept: Concept, units: np.ndarray) -> np.ndarray:
+        held = np.zeros(len(units), dtype=bool)
         for variant in concept.variants:
-            self._heading_postings.mark(marked, self._vocabulary[variant])
-        held: np.ndarray = marked[candidates]
+            held |= postings.holds(self._vocabulary[variant], units)
         return held
 
     def _in_text(self, word: str) -> bool:

@@ -43,8 +43,15 @@ class Postings:
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += factor * self._weights[start:end]
 
-    def mark(self, present: np.ndarray, term_id: int) -> None:
-        present[self._units[self._offsets[term_id] : self._offsets[term_id + 1]]] = True
+    def holds(self, term_id: int, units: np.ndarray) -> np.ndarray:
+        """Which of `units` hold the term: a binary search in its units (kept in ascending
+        order), so a search looks only at its candidates, never at every unit."""
+        held = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
+        if len(held) == 0:
+            return np.zeros(len(units), dtype=bool)
+        units = units.astype(held.dtype, copy=False)  # else numpy converts `held` each time
+        found: np.ndarray = held[np.minimum(np.searchsorted(held, units), len(held) - 1)] == units
+        return found
 
     @property
     def nbytes(self) -> int:

@@ -1,0 +1,39 @@
+"""The postings' membership test against a plain set, on random bags."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup_knowledge.engine.bags import bags
+from lookup_knowledge.engine.postings import Postings
+
+WORDS = ["disk", "full", "node", "pod", "redis", "memory", "timeout"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join), min_size=1, max_size=30
+    ),
+    probe=st.lists(st.integers(min_value=0, max_value=29), max_size=20),
+)
+def test_holds_answers_which_units_hold_a_term(texts: list[str], probe: list[int]) -> None:
+    counted = bags(texts, frozenset())
+    postings = Postings(counted)
+    units = np.array([p for p in probe if p < len(texts)], dtype=np.int64)
+    pairs = set(zip(counted.unit.tolist(), counted.term.tolist(), strict=True))
+    for term_id in range(len(counted.words)):
+        expected = [(u, term_id) in pairs for u in units.tolist()]
+
+        assert postings.holds(term_id, units).tolist() == expected
+
+
+def test_a_term_in_no_unit_is_held_by_none() -> None:
+    counted = bags(["disk full", "node"], frozenset())
+    postings = Postings(counted)
+    node = counted.words.index("node")
+
+    assert postings.holds(node, np.array([0, 1])).tolist() == [False, True]
+    assert postings.holds(node, np.array([], dtype=np.int64)).tolist() == []
