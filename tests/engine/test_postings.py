@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lookup_knowledge.engine import postings as postings_module
 from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.postings import Postings
 
@@ -20,9 +22,16 @@ WORDS = ["disk", "full", "node", "pod", "redis", "memory", "timeout"]
     probe=st.lists(st.integers(min_value=0, max_value=29), max_size=20),
 )
 def test_holds_answers_which_units_hold_a_term(texts: list[str], probe: list[int]) -> None:
+    for mark_units in (0, postings_module.MARK_UNITS):  # searched, then marked
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(postings_module, "MARK_UNITS", mark_units)
+            _check_holds(texts, probe)
+
+
+def _check_holds(texts: list[str], probe: list[int]) -> None:
     counted = bags(texts, frozenset())
     postings = Postings(counted)
-    units = np.array([p for p in probe if p < len(texts)], dtype=np.int64)
+    units = np.array([p for p in probe if p < len(texts)], dtype=np.int32)
     pairs = set(zip(counted.unit.tolist(), counted.term.tolist(), strict=True))
     for term_id in range(len(counted.words)):
         expected = [(u, term_id) in pairs for u in units.tolist()]
@@ -35,5 +44,5 @@ def test_a_term_in_no_unit_is_held_by_none() -> None:
     postings = Postings(counted)
     node = counted.words.index("node")
 
-    assert postings.holds(node, np.array([0, 1])).tolist() == [False, True]
-    assert postings.holds(node, np.array([], dtype=np.int64)).tolist() == []
+    assert postings.holds(node, np.array([0, 1], dtype=np.int32)).tolist() == [False, True]
+    assert postings.holds(node, np.array([], dtype=np.int32)).tolist() == []

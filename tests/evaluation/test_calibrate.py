@@ -60,7 +60,7 @@ def test_rows_record_the_rank_first_document_and_whether_it_answers(tmp_path: Pa
 
 def test_the_report_prints_the_fitted_constants_and_one_auc_line_per_set() -> None:
     rows = [
-        Row(label, (share, share * 0.5, share), share > 0.5)
+        Row(label, (share, share * 0.5, share, 1 - share), share > 0.5)
         for label in ("a", "b")
         for share in (0.1, 0.3, 0.45, 0.55, 0.7, 0.9)
     ]

@@ -4,7 +4,7 @@ Each chunk is indexed as its title, its document's front-matter `tags`, its brea
 content (the title also opens the breadcrumb, so it counts twice: a document's topic weighs
 more than words used in passing), counted for all chunks at once (`engine.bags`). Each
 document is indexed too, as all its chunks together, and each chunk's heading path and tags
-apart (for the `heading` grading feature). A search:
+apart (for the heading grading features). A search:
 
 1. reads the query against the corpus (`engine.query`): concepts with weights, typos mapped
    to the corpus word they stand for, ids dropped; nothing known → no candidates;
@@ -13,9 +13,10 @@ apart (for the `heading` grading feature). A search:
    rest of its runbook too; the best `RECALL_LIMIT` chunks with a positive score are the
    candidates (`recall_count`);
 3. grades each candidate with the absolute `quality_score` of `engine.scoring` (support
-   beyond one word, margin, heading; calibrated), keeps those at or above the
-   reference threshold in rank order, and returns the first `top_k`. Equal ranks fall to the
-   better graded, then to the longer chunk (the substantive one), then to corpus order.
+   beyond one word, margin, heading both ways: `engine.grading`; calibrated), keeps those at
+   or above the reference threshold in rank order, and returns the first `top_k`. Equal
+   ranks fall to the better graded, then to the longer chunk (the substantive one), then to
+   corpus order.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
+from lookup_knowledge.engine.grading import Grader
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
 from lookup_knowledge.engine.postings import Postings, idf
@@ -122,8 +124,14 @@ class KnowledgeIndex:
         self._chunk_postings = Postings(chunk_bags)
         self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
         # The heading path and tags are part of the chunk's text: their words are all known.
-        self._heading_postings = Postings(heading_bags)
-        self._heading_texts = [tokenize.normalize(h) for h in headings]
+        self._grader = Grader(
+            chunk_postings=self._chunk_postings,
+            doc_postings=self._doc_postings,
+            heading_bags=heading_bags,
+            chunk_doc=self._chunk_doc,
+            heading_texts=[tokenize.normalize(h) for h in headings],
+            vocabulary=self._vocabulary,
+        )
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
         self._translations = Translations(
             (w for w in words if tokenize.is_cjk_word(w)),
@@ -197,7 +205,7 @@ class KnowledgeIndex:
         if len(candidates) == 0:
             return NoEvidenceBasis.NO_CANDIDATES
         ranks = rank[candidates]
-        features = self._features(candidates, ranks, read.concepts, verbatim, weights)
+        features = self._grader.features(candidates, ranks, read, verbatim, weights)
         quality = scoring.quality(features)
         order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
         return Graded(candidates, ranks, features, quality, order)
@@ -264,73 +272,6 @@ class KnowledgeIndex:
     def _add(self, chunks: np.ndarray, docs: np.ndarray, term: int, factor: float) -> None:
         self._chunk_postings.add_scores(chunks, term, factor * self._chunk_postings.idf(term))
         self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
-
-    def _features(
-        self,
-        candidates: np.ndarray,
-        ranks: np.ndarray,
-        concepts: Sequence[Concept],
-        verbatim: list[np.ndarray | None],
-        weights: np.ndarray,
-    ) -> np.ndarray:
-        """The grading features of each candidate (`engine.scoring.FEATURES`)."""
-        scope = scoring.scope_weight(weights.tolist())
-        docs = self._chunk_doc[candidates]
-        covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
-        heaviest = np.zeros(len(candidates))  # the heaviest concept the chunk or document holds
-        in_heading = np.zeros(len(candidates))
-        for concept, where, weight in zip(concepts, verbatim, weights.tolist(), strict=True):
-            if concept.known is Known.UNKNOWN:
-                continue
-            share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(concept, where, candidates) + (
-                scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs)
-            )
-            covered += weight * share
-            heaviest = np.maximum(heaviest, weight * (share > 0))
-            in_heading += weight * self._in_heading(concept, candidates)
-        # Each candidate against the best candidate of any other document.
-        best = np.zeros(len(self.documents))
-        np.maximum.at(best, docs, ranks)
-        first, second = np.argsort(-best, kind="stable")[:2] if len(best) > 1 else (0, 0)
-        best_other = np.where(docs == first, best[second] if len(best) > 1 else 0.0, best[first])
-        return scoring.features(
-            support=np.minimum(covered / scope, 1.0) - heaviest / scope,
-            margin=scoring.margin(ranks, best_other),
-            heading=in_heading / scope,
-        )
-
-    def _in_chunk(
-        self, concept: Concept, where: np.ndarray | None, candidates: np.ndarray
-    ) -> np.ndarray:
-        """Which candidates hold the concept (`where`: which chunks do, for a verbatim one)."""
-        if where is not None:
-            held: np.ndarray = where[candidates]
-            return held
-        return self._holds(self._chunk_postings, concept, candidates)
-
-    def _in_document(
-        self, concept: Concept, where: np.ndarray | None, docs: np.ndarray
-    ) -> np.ndarray:
-        """Which of `docs` hold the concept (`where`: which chunks do, for a verbatim one)."""
-        if where is not None:
-            held = np.zeros(len(self.documents), dtype=bool)
-            held[self._chunk_doc[where]] = True
-            in_docs: np.ndarray = held[docs]
-            return in_docs
-        return self._holds(self._doc_postings, concept, docs)
-
-    def _in_heading(self, concept: Concept, candidates: np.ndarray) -> np.ndarray:
-        """Which candidates hold the concept in their heading path or document tags."""
-        if concept.known is Known.SUBSTRING:
-            texts = self._heading_texts
-            return np.array([concept.token in texts[c] for c in candidates.tolist()], dtype=bool)
-        return self._holds(self._heading_postings, concept, candidates)
-
-    def _holds(self, postings: Postings, concept: Concept, units: np.ndarray) -> np.ndarray:
-        held = np.zeros(len(units), dtype=bool)
-        for variant in concept.variants:
-            held |= postings.holds(self._vocabulary[variant], units)
-        return held
 
     def _in_text(self, word: str) -> bool:
         return word in self._text

@@ -16,6 +16,7 @@ from lookup_knowledge.engine.bags import Bags
 
 K1 = 1.2
 B = 0.75
+MARK_UNITS = 16384  # up to this many units, `holds` marks them all instead of searching
 
 
 class Postings:
@@ -44,18 +45,32 @@ class Postings:
         scores[self._units[start:end]] += factor * self._weights[start:end]
 
     def holds(self, term_id: int, units: np.ndarray) -> np.ndarray:
-        """Which of `units` hold the term: a binary search in its units (kept in ascending
-        order), so a search looks only at its candidates, never at every unit."""
+        """Which of `units` (int32) hold the term.
+
+        Over many units, a binary search of `units` in the term's units (kept in ascending
+        order, each once) looks only at the candidates; `units` of another dtype would make
+        numpy convert the postings at each call. Over a few thousand units, marking them all
+        costs less than the searches' fixed overhead.
+        """
         held = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
-        if len(held) == 0:
-            return np.zeros(len(units), dtype=bool)
-        units = units.astype(held.dtype, copy=False)  # else numpy converts `held` each time
-        found: np.ndarray = held[np.minimum(np.searchsorted(held, units), len(held) - 1)] == units
+        if self.unit_count <= MARK_UNITS:
+            marked = np.zeros(self.unit_count, dtype=bool)
+            marked[held] = True
+            in_marked: np.ndarray = marked[units]
+            return in_marked
+        found: np.ndarray = held.searchsorted(units, "right") > held.searchsorted(units)
         return found
 
     @property
     def nbytes(self) -> int:
         return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes)
+
+
+def idf_of_all(document_frequency: np.ndarray, unit_count: int) -> np.ndarray:
+    """`idf` of every term at once."""
+    df = document_frequency.astype(np.float64)
+    weights: np.ndarray = np.log1p((unit_count - df + 0.5) / (df + 0.5))
+    return weights
 
 
 def idf(document_frequency: int, unit_count: int) -> float:

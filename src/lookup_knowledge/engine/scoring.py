@@ -4,7 +4,7 @@ BM25 ranks, but its scores are unbounded and corpus-relative, and a rank says no
 whether rank 1 is any good. The service grades with fixed thresholds, so the engine reports a
 score with a fixed meaning instead: a probability, calibrated on questions with known answers.
 
-Three features, shares or ratios with the same meaning on any corpus, feed it
+Four features, shares or ratios with the same meaning on any corpus, feed it
 (`docs/retrieval.md#quality-score`):
 
 * **support** — how much of the query the hit covers beyond its single heaviest covered
@@ -21,6 +21,9 @@ Three features, shares or ratios with the same meaning on any corpus, feed it
   document far ahead, which proves nothing when that word is all it shares.
 * **heading** — the share of the query found in the chunk's heading path or its document's
   tags: a word in `Title > Section` says what the text is about, one in passing does not.
+* **heading coverage** — the other way round, the IDF-weighted share of the chunk's heading
+  path and tags that the query names (`engine.grading`): a question about a terse runbook
+  covers little of itself but names its title's rare words.
 
     quality = 1 / (1 + exp(−(WEIGHTS · FEATURES + BIAS)))
 
@@ -46,13 +49,13 @@ from enum import StrEnum
 
 import numpy as np
 
-SCORER_NAME = "calibrated-coverage-v4"
+SCORER_NAME = "calibrated-coverage-v5"
 SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
 # The grading features, in the order of WEIGHTS (`features` builds them).
-FEATURES = ("support", "support_x_margin", "heading")
-WEIGHTS = (4.238, 8.713, 5.725)
-BIAS = -2.649
+FEATURES = ("support", "support_x_margin", "heading", "heading_coverage")
+WEIGHTS = (3.036, 10.829, 3.381, 6.211)
+BIAS = -3.222
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
@@ -75,11 +78,25 @@ def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
     return np.clip(value, -1.0, 1.0)
 
 
-def features(*, support: np.ndarray, margin: np.ndarray, heading: np.ndarray) -> np.ndarray:
+def features(
+    *,
+    support: np.ndarray,
+    margin: np.ndarray,
+    heading: np.ndarray,
+    heading_coverage: np.ndarray,
+) -> np.ndarray:
     """The feature matrix (candidates × FEATURES) the calibrated grade is computed from;
-    `support` and `heading` are shares of the scope, `margin` is in [−1, 1]."""
+    `support` and `heading` are shares of the scope, `margin` is in [−1, 1],
+    `heading_coverage` a share of the hit's heading terms."""
     support = np.clip(support, 0.0, 1.0)
-    return np.column_stack((support, support * margin, np.clip(heading, 0.0, 1.0)))
+    return np.column_stack(
+        (
+            support,
+            support * margin,
+            np.clip(heading, 0.0, 1.0),
+            np.clip(heading_coverage, 0.0, 1.0),
+        )
+    )
 
 
 def quality(matrix: np.ndarray) -> np.ndarray:

@@ -1,0 +1,153 @@
+"""The grading features of a query's candidates (`engine.scoring.FEATURES`), from the index.
+
+For each candidate chunk: how much of the query it covers (in the chunk, and anywhere in its
+document), how far its rank is ahead of the best other document, how much of the query its
+heading path and tags hold, and how much of its heading path and tags the query names
+(docs/retrieval.md#quality-score). Membership is asked of the postings for the candidates only
+(`Postings.holds`), never for every chunk.
+
+`heading_coverage` is the weighted share of the candidate's heading terms (its heading path
+and document tags, each distinct term once, weighing its BM25 IDF over the chunks) that are
+forms of the query's concepts or its whole identifiers: a question about a runbook names most
+of what its title names (`KubeHpaMaxedOut` → kube, hpa, max, out), while one that shares a
+word or two with a long title is often about something else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from lookup_knowledge.engine import scoring
+from lookup_knowledge.engine.bags import Bags
+from lookup_knowledge.engine.postings import Postings, idf_of_all
+from lookup_knowledge.engine.query import Concept, Known, ReadQuery
+
+
+class Grader:
+    def __init__(
+        self,
+        *,
+        chunk_postings: Postings,
+        doc_postings: Postings,
+        heading_bags: Bags,
+        chunk_doc: np.ndarray,
+        heading_texts: Sequence[str],
+        vocabulary: Mapping[str, int],
+    ) -> None:
+        """`heading_bags`: each chunk's heading path and tags, summed (one row per chunk and
+        term); `chunk_doc[i]`: the document of chunk i; `heading_texts[i]`: chunk i's heading
+        path and tags, normalized (for concepts found verbatim)."""
+        self._chunk_postings = chunk_postings
+        self._doc_postings = doc_postings
+        self._heading_postings = Postings(heading_bags)
+        self._chunk_doc = chunk_doc
+        self._document_count = doc_postings.unit_count
+        self._heading_texts = heading_texts
+        self._vocabulary = vocabulary
+        self._term_idf = idf_of_all(chunk_postings.document_frequency, chunk_postings.unit_count)
+        self._heading_weight = np.bincount(
+            heading_bags.unit,
+            weights=self._term_idf[heading_bags.term],
+            minlength=heading_bags.unit_count,
+        )
+
+    def features(
+        self,
+        candidates: np.ndarray,
+        ranks: np.ndarray,
+        read: ReadQuery,
+        verbatim: Sequence[np.ndarray | None],
+        weights: np.ndarray,
+    ) -> np.ndarray:
+        """The feature matrix of `candidates` (chunk positions) with their `ranks`;
+        `verbatim[i]`: which chunks hold concept i verbatim (None: see the postings);
+        `weights[i]`: its weight."""
+        scope = scoring.scope_weight(weights.tolist())
+        candidates = candidates.astype(np.int32)  # the postings' dtype (`Postings.holds`)
+        docs = self._chunk_doc[candidates]
+        covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
+        heaviest = np.zeros(len(candidates))  # the heaviest concept the chunk or document holds
+        in_heading = np.zeros(len(candidates))  # concept weight found in the heading
+        heading_named = np.zeros(len(candidates))  # heading term weight the query names
+        named: set[int] = set()
+        for concept, where, weight in zip(read.concepts, verbatim, weights.tolist(), strict=True):
+            if concept.known is Known.UNKNOWN:
+                continue
+            share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(concept, where, candidates) + (
+                scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs)
+            )
+            covered += weight * share
+            heaviest = np.maximum(heaviest, weight * (share > 0))
+            if concept.known is Known.SUBSTRING:
+                texts = self._heading_texts
+                found = [concept.token in texts[c] for c in candidates.tolist()]
+                in_heading += weight * np.array(found, dtype=bool)
+                continue
+            held = np.zeros(len(candidates), dtype=bool)
+            for variant in concept.variants:
+                term = self._vocabulary[variant]
+                in_this = self._heading_postings.holds(term, candidates)
+                held |= in_this
+                if term not in named:
+                    named.add(term)
+                    heading_named += self._term_idf[term] * in_this
+            in_heading += weight * held
+        for whole in read.wholes:
+            term = self._vocabulary[whole]
+            if term not in named:
+                named.add(term)
+                heading_named += self._term_idf[term] * self._heading_postings.holds(
+                    term, candidates
+                )
+        heading_weight = self._heading_weight[candidates]
+        return scoring.features(
+            support=np.minimum(covered / scope, 1.0) - heaviest / scope,
+            margin=scoring.margin(ranks, self._best_other(docs, ranks)),
+            heading=in_heading / scope,
+            heading_coverage=np.divide(
+                heading_named,
+                heading_weight,
+                out=np.zeros(len(candidates)),
+                where=heading_weight > 0,
+            ),
+        )
+
+    def _best_other(self, docs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        """Each candidate's best rank of a candidate of any other document."""
+        best = np.zeros(self._document_count)
+        np.maximum.at(best, docs, ranks)
+        if len(best) == 1:
+            return np.zeros(len(docs))
+        first, second = np.argsort(-best, kind="stable")[:2]
+        other: np.ndarray = np.where(docs == first, best[second], best[first])
+        return other
+
+    def _in_chunk(
+        self, concept: Concept, where: np.ndarray | None, candidates: np.ndarray
+    ) -> np.ndarray:
+        """Which candidates hold the concept (`where`: which chunks do, for a verbatim one)."""
+        if where is not None:
+            held: np.ndarray = where[candidates]
+            return held
+        return self._holds(self._chunk_postings, concept, candidates)
+
+    def _in_document(
+        self, concept: Concept, where: np.ndarray | None, docs: np.ndarray
+    ) -> np.ndarray:
+        """Which of `docs` hold the concept (`where`: which chunks do, for a verbatim one)."""
+        if where is not None:
+            held = np.zeros(self._document_count, dtype=bool)
+            held[self._chunk_doc[where]] = True
+            in_docs: np.ndarray = held[docs]
+            return in_docs
+        return self._holds(self._doc_postings, concept, docs)
+
+    def _holds(self, postings: Postings, concept: Concept, units: np.ndarray) -> np.ndarray:
+        vocabulary = self._vocabulary
+        first, *others = concept.variants
+        held = postings.holds(vocabulary[first], units)
+        for variant in others:
+            held |= postings.holds(vocabulary[variant], units)
+        return held

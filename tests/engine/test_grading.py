@@ -1,0 +1,46 @@
+"""The grading features of candidates, through the index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lookup_knowledge.engine import scoring
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+
+
+def test_a_query_naming_the_whole_title_covers_the_heading(tmp_path: Path) -> None:
+    (tmp_path / "hpa.md").write_text("# Autoscaler maxed out\n\nThe autoscaler cannot add pods.\n")
+    (tmp_path / "disk.md").write_text("# Disk full\n\nThe autoscaler log fills the disk.\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+    column = scoring.FEATURES.index("heading_coverage")
+
+    graded = index.grade("autoscaler maxed out")
+    assert not isinstance(graded, NoEvidenceBasis)
+    by_source = {
+        index.chunk(int(c)).source: float(f[column])
+        for c, f in zip(graded.candidates, graded.features, strict=True)
+    }
+
+    assert by_source["hpa.md"] == 1.0
+    assert by_source["disk.md"] == 0.0
+
+
+def test_heading_coverage_weighs_the_rare_title_words_more(tmp_path: Path) -> None:
+    for n in range(6):
+        (tmp_path / f"node{n}.md").write_text(f"# Node alert {n}\n\nThe node is down.\n")
+    (tmp_path / "hpa.md").write_text("# Node autoscaler maxed\n\nThe autoscaler is at max.\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+    column = scoring.FEATURES.index("heading_coverage")
+
+    def coverage(query: str) -> float:
+        graded = index.grade(query)
+        assert not isinstance(graded, NoEvidenceBasis)
+        for c, f in zip(graded.candidates, graded.features, strict=True):
+            if index.chunk(int(c)).source == "hpa.md":
+                return float(f[column])
+        raise AssertionError("hpa.md is no candidate")
+
+    rare, common = coverage("autoscaler maxed"), coverage("node")
+
+    assert 0.0 < common < 0.5 < rare < 1.0
