@@ -258,11 +258,13 @@ class KnowledgeIndex:
             best_chunks = np.zeros_like(chunks)
             best_docs = np.zeros_like(docs)
             for variant in concept.variants:
-                one_chunks = np.zeros_like(chunks)
-                one_docs = np.zeros_like(docs)
-                self._add(one_chunks, one_docs, self._vocabulary[variant], factor)
-                np.maximum(best_chunks, one_chunks, out=best_chunks)
-                np.maximum(best_docs, one_docs, out=best_docs)
+                term = self._vocabulary[variant]
+                self._chunk_postings.max_scores(
+                    best_chunks, term, factor * self._chunk_postings.idf(term)
+                )
+                self._doc_postings.max_scores(
+                    best_docs, term, factor * self._doc_postings.idf(term)
+                )
             chunks += best_chunks
             docs += best_docs
         for whole in read.wholes:

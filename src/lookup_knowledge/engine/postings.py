@@ -44,6 +44,13 @@ class Postings:
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += factor * self._weights[start:end]
 
+    def max_scores(self, scores: np.ndarray, term_id: int, factor: float) -> None:
+        """scores[unit] = max(scores[unit], factor · bm25 weight), for every unit holding the
+        term (each unit once in a term's postings)."""
+        start, end = self._offsets[term_id], self._offsets[term_id + 1]
+        units = self._units[start:end]
+        scores[units] = np.maximum(scores[units], factor * self._weights[start:end])
+
     def holds(self, term_id: int, units: np.ndarray) -> np.ndarray:
         """Which of `units` (int32) hold the term.
 
