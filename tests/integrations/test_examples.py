@@ -221,7 +221,6 @@ async def test_the_langchain_tool_answers_the_ledgered_bytes(open_client: OpenCl
 
 
 async def test_the_llamaindex_tool_answers_the_ledgered_bytes(open_client: OpenClient) -> None:
-    pytest.importorskip("llama_index.core", reason="llama-index-core is not a dev dependency")
     example = load_example("llamaindex_tool")
     async with lookup_client(open_client) as lk:
         tool = example.lookup_tool(lk, run_id="run-li")
