@@ -1,6 +1,6 @@
 """A healthy py-rag stand-in for the drills: answers every search after a fixed delay.
 
-    python benchmarks/fake_pyrag.py --port 8090 --delay-ms 50
+    python benchmarks/fake_pyrag.py --port 8090 --delay-ms 50 [--hits 8]
 
 It serves `POST /api/v1/search` and `GET /api/v1/health` (docs/pyrag-api.md) with uvicorn and
 asyncio, so it answers any number of concurrent calls in `delay-ms`: when the service fails
@@ -22,10 +22,13 @@ HITS = [
     ("nginx#chunk-2", 0.8),
     ("k8s#chunk-0", 0.72),
     ("lb#chunk-4", 0.6),
+    ("tls#chunk-2", 0.55),
+    ("dns#chunk-1", 0.5),
+    ("redis#chunk-7", 0.42),
 ]
 
 
-def search_body() -> bytes:
+def search_body(count: int = 5) -> bytes:
     hits = [
         {
             "evidence_key": key,
@@ -36,15 +39,15 @@ def search_body() -> bytes:
             "excerpt": f"Excerpt of {key}: check the upstream timeout first. " * 4,
             "quality_score": score,
         }
-        for key, score in HITS
+        for key, score in HITS[:count]
     ]
     return json.dumps(
         {"hits": hits, "evidence_status": "supported", "retrieval_trace": {"mode": "hybrid"}}
     ).encode()
 
 
-def make_app(delay_s: float) -> Any:
-    search = search_body()
+def make_app(delay_s: float, hits: int = 5) -> Any:
+    search = search_body(hits)
     health = b'{"status":"ok"}'
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -56,7 +59,8 @@ def make_app(delay_s: float) -> Any:
             more = message.get("more_body", False)
         body = health
         if scope["method"] == "POST":
-            await asyncio.sleep(delay_s)
+            if delay_s > 0:
+                await asyncio.sleep(delay_s)
             body = search
         await send(
             {
@@ -77,9 +81,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay-ms", type=float, default=50.0)
+    parser.add_argument("--hits", type=int, choices=range(1, len(HITS) + 1), default=5)
     args = parser.parse_args()
     uvicorn.run(
-        make_app(args.delay_ms / 1000),
+        make_app(args.delay_ms / 1000, args.hits),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",
