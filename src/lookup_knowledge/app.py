@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
-from lookup_knowledge import __version__
+from lookup_knowledge import __version__, serving
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
 from lookup_knowledge.adapters.pyrag import PyragClient, pyrag_http_client
 from lookup_knowledge.api import health, lookup
@@ -33,7 +33,6 @@ from lookup_knowledge.observability.logs import configure_logging
 from lookup_knowledge.observability.metrics import Metrics
 from lookup_knowledge.observability.telemetry import LookupTelemetry
 from lookup_knowledge.service import LookupService
-from lookup_knowledge.serving import GuardedH11Protocol
 from lookup_knowledge.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,6 +51,7 @@ async def open_pyrag_http(settings: Settings, stack: AsyncExitStack) -> httpx.As
             timeout_s=settings.pyrag_timeout_s,
             pool_timeout_s=settings.pyrag_pool_timeout_s,
             max_connections=settings.pool_connections,
+            transport=settings.pyrag_http_transport,
         )
     else:
         from lookup_knowledge.engine.app import create_engine_app
@@ -225,5 +225,5 @@ def create_served_app() -> FastAPI:
     """The factory `lookup-knowledge serve` hands to uvicorn (once per worker process)."""
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
-    GuardedH11Protocol.configure(settings)
+    serving.configure(settings)
     return create_app(settings)

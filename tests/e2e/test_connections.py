@@ -1,36 +1,68 @@
 """Connection hygiene on a real socket: idle and slowloris connections, slow bodies, the cap.
 
 See docs/http-api.md#connections. The service runs in uvicorn in this process, with the
-connection guard `lookup-knowledge serve` uses and short limits.
+connection guard `lookup-knowledge serve` uses and short limits; every test runs on both
+HTTP implementations (httptools, the default, and h11).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from pathlib import Path
 
+import pytest
 import uvicorn
 
 from lookup_knowledge.app import create_app
-from lookup_knowledge.serving import GuardedH11Protocol
+from lookup_knowledge.serving import (
+    DEFAULT_PROTOCOL,
+    MAX_HEAD_BYTES,
+    GuardedH11Protocol,
+    GuardedHttpToolsProtocol,
+)
 from support import RecordingAudit, make_settings
 
 CLOSED_WITHIN_S = 10.0  # a generous bound on a 0.3 s limit: "closed", not "how fast"
 
 
-class QuickGuard(GuardedH11Protocol):
+class QuickH11Guard(GuardedH11Protocol):
     header_timeout_s = 0.3
     max_connections = 4
 
 
+class QuickHttpToolsGuard(GuardedHttpToolsProtocol):
+    header_timeout_s = 0.3
+    max_connections = 4
+
+
+Served = Callable[[], AbstractAsyncContextManager[int]]
+
+
+@pytest.fixture(params=[QuickHttpToolsGuard, QuickH11Guard], ids=["httptools", "h11"])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Served:
+    """Serve the app with this protocol; the context gives the port."""
+    return partial(_served, tmp_path, request.param)
+
+
+def test_serve_runs_the_httptools_guard_by_default() -> None:
+    assert DEFAULT_PROTOCOL is GuardedHttpToolsProtocol
+
+
 @asynccontextmanager
-async def served(tmp_path: Path) -> AsyncIterator[int]:
+async def _served(tmp_path: Path, protocol: type) -> AsyncIterator[int]:
     app = create_app(make_settings(tmp_path, http_body_timeout_s=0.3), audit=RecordingAudit())
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, http=QuickGuard, timeout_keep_alive=1, log_level="error"
+        app,
+        host="127.0.0.1",
+        port=0,
+        http=protocol,
+        timeout_keep_alive=1,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,  # as `serve` sets it (serving.py)
+        log_level="error",
     )
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve())
@@ -48,15 +80,15 @@ async def closed_by_server(reader: asyncio.StreamReader) -> bytes:
     return await asyncio.wait_for(reader.read(), timeout=CLOSED_WITHIN_S)
 
 
-async def test_a_connection_that_never_sends_a_request_is_closed(tmp_path: Path) -> None:
-    async with served(tmp_path) as port:
+async def test_a_connection_that_never_sends_a_request_is_closed(served: Served) -> None:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         assert await closed_by_server(reader) == b""
         writer.close()
 
 
-async def test_a_request_head_trickled_byte_by_byte_is_cut_off(tmp_path: Path) -> None:
-    async with served(tmp_path) as port:
+async def test_a_request_head_trickled_byte_by_byte_is_cut_off(served: Served) -> None:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
 
         async def slowloris() -> None:
@@ -75,9 +107,9 @@ async def test_a_request_head_trickled_byte_by_byte_is_cut_off(tmp_path: Path) -
 
 
 async def test_a_second_request_trickled_on_a_kept_alive_connection_is_cut_off(
-    tmp_path: Path,
+    served: Served,
 ) -> None:
-    async with served(tmp_path) as port:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         first = await reader.readuntil(b'{"status":"ok"}')
@@ -88,8 +120,8 @@ async def test_a_second_request_trickled_on_a_kept_alive_connection_is_cut_off(
         writer.close()
 
 
-async def test_requests_that_come_in_time_are_served_on_one_connection(tmp_path: Path) -> None:
-    async with served(tmp_path) as port:
+async def test_requests_that_come_in_time_are_served_on_one_connection(served: Served) -> None:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         for _ in range(3):
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -100,9 +132,9 @@ async def test_requests_that_come_in_time_are_served_on_one_connection(tmp_path:
 
 
 async def test_a_body_that_stalls_is_answered_408_and_the_connection_closed(
-    tmp_path: Path,
+    served: Served,
 ) -> None:
-    async with served(tmp_path) as port:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
             b"POST /lookup_knowledge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -117,8 +149,8 @@ async def test_a_body_that_stalls_is_answered_408_and_the_connection_closed(
     assert json.loads(body)["error"]["code"] == "HTTP_ERROR"
 
 
-async def test_connections_past_the_cap_are_answered_overloaded(tmp_path: Path) -> None:
-    async with served(tmp_path) as port:
+async def test_connections_past_the_cap_are_answered_overloaded(served: Served) -> None:
+    async with served() as port:
         held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(4)]
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -133,8 +165,8 @@ async def test_connections_past_the_cap_are_answered_overloaded(tmp_path: Path) 
     assert json.loads(body)["error"]["code"] == "OVERLOADED"
 
 
-async def test_malformed_http_gets_the_error_envelope(tmp_path: Path) -> None:
-    async with served(tmp_path) as port:
+async def test_malformed_http_gets_the_error_envelope(served: Served) -> None:
+    async with served() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /healthz HTTP/1.1\r\nBad Header Line\r\n\r\n")
         answer = await closed_by_server(reader)
@@ -143,3 +175,30 @@ async def test_malformed_http_gets_the_error_envelope(tmp_path: Path) -> None:
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400")
     assert json.loads(body)["error"]["code"] == "INVALID_REQUEST"
+
+
+async def test_a_request_head_over_the_size_limit_is_refused(served: Served) -> None:
+    async with served() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        writer.write(b"X-Filler: " + b"a" * MAX_HEAD_BYTES + b"\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.1)  # h11 judges the size of a head still incomplete
+        writer.write(b"\r\n")
+        answer = await closed_by_server(reader)
+        writer.close()
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert json.loads(body)["error"]["code"] == "INVALID_REQUEST"
+
+
+async def test_a_request_head_under_the_size_limit_is_served(served: Served) -> None:
+    async with served() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        writer.write(b"X-Filler: " + b"a" * (MAX_HEAD_BYTES // 2) + b"\r\n\r\n")
+        answer = await reader.readuntil(b'{"status":"ok"}')
+        writer.close()
+
+    assert answer.startswith(b"HTTP/1.1 200")
