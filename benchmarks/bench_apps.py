@@ -51,6 +51,7 @@ def passthrough_app(settings: Settings) -> FastAPI:
             timeout_s=settings.pyrag_timeout_s,
             pool_timeout_s=settings.pyrag_pool_timeout_s,
             max_connections=settings.pool_connections,
+            transport=settings.pyrag_http_transport,
         ) as client:
             app.state.client = client
             yield

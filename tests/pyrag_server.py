@@ -18,6 +18,7 @@ class PyragServer:
     def __init__(self, delay_s: float) -> None:
         self.delay_s = delay_s
         self.searches = 0
+        self.connections = 0  # opened by clients so far
         self.port = 0
         self._body = json.dumps(pyrag_body([raw_hit("gw#chunk-1", 0.9)])).encode()
 
@@ -26,6 +27,7 @@ class PyragServer:
         return f"http://127.0.0.1:{self.port}"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         with suppress(OSError, asyncio.IncompleteReadError, asyncio.CancelledError):
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")

@@ -37,6 +37,8 @@ class RecordingAudit:
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "pyrag_base_url": PYRAG_TEST_URL,
+        # respx mocks py-rag inside httpx's own transport.
+        "pyrag_http_transport": "httpx",
         "audit_database_url": f"sqlite:///{tmp_path}/audit.db",
         "audit_spool_dir": tmp_path / "spool",
     }

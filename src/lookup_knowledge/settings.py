@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     pyrag_mode: str = Field("hybrid", min_length=1, max_length=32)
     pyrag_docs_dir: Path | None = None
     pyrag_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # larger bodies: 502
+    # The client's connection pool and wire: aiohttp (fast), or httpx's own (httpcore).
+    pyrag_http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
 
     # ledger (docs/configuration.md#ledger)
     redis_url: SecretStr | None = None

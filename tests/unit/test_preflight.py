@@ -63,6 +63,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "PYRAG_POOL_TIMEOUT_S": {"PYRAG_POOL_TIMEOUT_S": "-1"},
     "PYRAG_TOP_K": {"PYRAG_TOP_K": "many"},
     "PYRAG_MODE": {"PYRAG_MODE": "x" * 33},
+    "PYRAG_HTTP_TRANSPORT": {"PYRAG_HTTP_TRANSPORT": "curl"},
     "PYRAG_DOCS_DIR": {"PYRAG_DOCS_DIR": "/nonexistent/docs"},
     "PYRAG_MAX_BODY_BYTES": {"PYRAG_MAX_BODY_BYTES": "100"},
     "REDIS_URL": {"REDIS_URL": "http://redis:6379"},

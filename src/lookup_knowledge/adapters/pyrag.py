@@ -12,11 +12,12 @@ import asyncio
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
+from lookup_knowledge.adapters.pyrag_transport import AiohttpTransport
 from lookup_knowledge.domain.errors import Overloaded, UpstreamError, UpstreamTimeout
 from lookup_knowledge.domain.jsonsafe import bound_json
 from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, SearchOutcome
@@ -48,19 +49,25 @@ def pyrag_http_client(
     timeout_s: float,
     pool_timeout_s: float,
     max_connections: int,
+    transport: Literal["aiohttp", "httpx"] = "aiohttp",
 ) -> httpx.AsyncClient:
     """The pooled client to py-rag; each timeout bounds one thing (docs/pyrag-api.md#timeouts).
 
     Every connection may stay open for reuse: closing surplus idle ones would make new ones
-    under load, paying a TCP handshake per lookup.
+    under load, paying a TCP handshake per lookup. The wire is aiohttp's by default
+    (adapters/pyrag_transport.py), or httpx's own.
     """
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
     return httpx.AsyncClient(
         base_url=base_url,
         timeout=httpx.Timeout(
             connect=connect_timeout_s, read=timeout_s, write=timeout_s, pool=pool_timeout_s
         ),
-        limits=httpx.Limits(
-            max_connections=max_connections, max_keepalive_connections=max_connections
+        limits=limits,
+        transport=(
+            AiohttpTransport(max_connections=max_connections) if transport == "aiohttp" else None
         ),
     )
 
