@@ -21,8 +21,8 @@ from pathlib import Path
 
 import httpx
 import uvloop
-
 from drill_support import HERE, free_port, process
+
 from lookup_knowledge.adapters.pyrag import SEARCH_PATH, pyrag_http_client
 
 BODY = b'{"query":"gateway timeout","top_k":20,"mode":"hybrid"}'

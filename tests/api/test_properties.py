@@ -87,7 +87,9 @@ _ids = itertools.count()
 @given(body=responses, query=st.text(min_size=1, max_size=700).filter(lambda q: q.strip()))
 def test_a_well_formed_200_from_py_rag_never_gives_a_5xx(body: dict[str, Any], query: str) -> None:
     async def scenario() -> httpx.Response:
-        settings_ = Settings(_env_file=None, pyrag_base_url=PYRAG_TEST_URL)  # type: ignore[call-arg]
+        settings_ = Settings(
+            _env_file=None, pyrag_base_url=PYRAG_TEST_URL, pyrag_http_transport="httpx"
+        )  # type: ignore[call-arg]
         app = create_app(settings_, audit=RecordingAudit())
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)

@@ -227,3 +227,28 @@ def test_the_projection_limits_are_configurable() -> None:
     _, wire = run([blk("a#chunk-0", "abc"), blk("b#chunk-0")], limits=limits, query="abcd")
     assert wire["query"] == "abc"
     assert [e["excerpt"] for e in wire["evidence"]] == ["ab"]
+
+
+def test_the_internal_result_projects_to_the_same_bytes_as_its_json() -> None:
+    from builders import pyrag_body, raw_hit
+    from lookup_knowledge.adapters.pyrag import parse_search_body
+    from lookup_knowledge.pipeline.run import run_pipeline
+    from lookup_knowledge.settings import Settings
+
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    hits = [raw_hit(f"doc{i}#chunk-{i}", 0.9 - i / 100) for i in range(12)]
+    outcome = parse_search_body(json.dumps(pyrag_body(hits)).encode())
+    output = run_pipeline(
+        "网关超时",
+        outcome,
+        tool_call_id="call_x1",
+        limits=settings.pipeline_limits,
+        projection_limits=settings.projection_limits,
+    )
+    from_json = project(
+        output.lookup.model_dump_json(), tool_call_id="call_x1", limits=settings.projection_limits
+    )
+
+    assert output.projection.result.returned_count > 0
+    assert output.projection.body == from_json.body
+    assert output.projection.summary == from_json.summary

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import httpx
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from lookup_knowledge.adapters.pyrag_transport import AiohttpTransport
@@ -109,14 +110,7 @@ class PyragClient:
                 kind="status",
                 details={"status": response.status_code},
             )
-        try:
-            raw = _RawSearchResponse.model_validate_json(response.content)
-        except ValueError as exc:
-            raise UpstreamError(
-                "py-rag answered a body that is not a search response (JSON with a hits list)",
-                kind="bad_body",
-            ) from exc
-        return to_outcome(raw, **self._trace_bounds)
+        return parse_search_body(response.content, **self._trace_bounds)
 
     async def ping(self) -> None:
         """Reachability for /readyz: any answer below 500 on the health path counts (a py-rag
@@ -218,6 +212,34 @@ def _drop_outcome(call: asyncio.Future[httpx.Response]) -> None:
         call.exception()
 
 
+def parse_search_body(
+    body: bytes, *, max_depth: int = TRACE_MAX_DEPTH, max_bytes: int = TRACE_MAX_BYTES
+) -> SearchOutcome:
+    """py-rag's search answer, decoded once, as the pipeline's SearchOutcome.
+
+    orjson decodes the usual body; what it refuses (NaN, numbers past 64 bits) goes through
+    pydantic's lenient JSON parser, so both read the same bodies.
+    """
+    try:
+        data = orjson.loads(body)
+        raw = _RawSearchResponse.model_construct(
+            hits=data["hits"],
+            evidence_status=data.get("evidence_status"),
+            retrieval_trace=data.get("retrieval_trace"),
+        )
+        if not isinstance(raw.hits, list):
+            raise ValueError("hits is not a list")
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError):
+        try:
+            raw = _RawSearchResponse.model_validate_json(body)
+        except ValueError as exc:
+            raise UpstreamError(
+                "py-rag answered a body that is not a search response (JSON with a hits list)",
+                kind="bad_body",
+            ) from exc
+    return to_outcome(raw, max_depth=max_depth, max_bytes=max_bytes)
+
+
 def to_outcome(
     raw: _RawSearchResponse,
     *,
@@ -275,6 +297,8 @@ def to_hit(item: Any, *, rank: int) -> KnowledgeSearchHit | None:
 
 def _text(value: Any) -> str | None:
     """A non-blank string as is; numbers (ids) as their text; anything else is absent."""
+    if type(value) is str:  # the usual case, first
+        return value if value.strip() else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float) and math.isfinite(value):
@@ -295,6 +319,8 @@ def _index(value: Any) -> int | None:
 
 def _score(value: Any) -> float:
     """A missing, non-numeric or non-finite quality_score counts as 0.0."""
+    if type(value) is float:  # the usual case, first
+        return value if math.isfinite(value) else 0.0
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
     try:

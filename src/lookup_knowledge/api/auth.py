@@ -87,7 +87,7 @@ def require(role: Role) -> DependsParam:
 
     documented = Security(SECURITY_SCHEMES[role])
 
-    def dependency(
+    async def dependency(  # a coroutine: no worker-thread hop (api/deps.py)
         request: Request,
         settings: SettingsDep,
         _: HTTPAuthorizationCredentials | None = documented,

@@ -31,19 +31,27 @@ def get_resources(request: Request) -> Resources:
     return resources
 
 
-def get_settings(request: Request) -> Settings:
+# The dependencies are coroutines: FastAPI runs a plain function in a worker thread, a hop
+# per dependency per request for what is an attribute read.
+
+
+async def resources_dependency(request: Request) -> Resources:
+    return get_resources(request)
+
+
+async def get_settings(request: Request) -> Settings:
     return get_resources(request).settings
 
 
-def get_ledger(request: Request) -> LedgerPort:
+async def get_ledger(request: Request) -> LedgerPort:
     return get_resources(request).ledger
 
 
-def get_service(request: Request) -> LookupService:
+async def get_service(request: Request) -> LookupService:
     return get_resources(request).service
 
 
-ResourcesDep = Annotated[Resources, Depends(get_resources)]
+ResourcesDep = Annotated[Resources, Depends(resources_dependency)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 LedgerDep = Annotated[LedgerPort, Depends(get_ledger)]
 ServiceDep = Annotated["LookupService", Depends(get_service)]

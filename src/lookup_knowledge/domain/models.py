@@ -96,7 +96,7 @@ class ContextPack(_Frozen):
 
 
 class LookupResult(_Frozen):
-    """The internal full truth of one lookup; the projector reads it as JSON.
+    """The internal full truth of one lookup; the projector reads it as plain data.
 
     See docs/pipeline.md#assemble.
     """

@@ -1,7 +1,9 @@
 """Station 5 (docs/pipeline.md#project): a serialized LookupResult into the frozen agent contract.
 
-The projector reads JSON, not the Python object, so internal models can change while the
-contract stays fixed; it accepts snake_case and camelCase keys. Every cut sets `truncated`.
+The projector reads plain data (a LookupResult's `model_dump()`, or its JSON), not the
+Python object, so internal models can change while the contract stays fixed; it accepts
+snake_case and camelCase keys. Every cut sets `truncated`. The body is encoded once per
+budget check, with orjson; those bytes are what is sent and ledgered.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from lookup_knowledge.domain.contract import RagEvidenceItem, RagToolResult
 from lookup_knowledge.domain.errors import ProjectionOverBudget
@@ -34,13 +38,21 @@ class Projection:
 
 def encode(result: RagToolResult) -> bytes:
     """Compact UTF-8 JSON with non-ASCII unescaped: the bytes the byte budget is measured on."""
-    return json.dumps(result.to_wire(), ensure_ascii=False, separators=(",", ":")).encode()
+    return orjson.dumps(result.to_wire())
 
 
 def project(lookup_json: str | bytes, *, tool_call_id: str, limits: ProjectionLimits) -> Projection:
+    """Project a LookupResult serialized as JSON."""
     data = json.loads(lookup_json)
     if not isinstance(data, Mapping):
         raise ValueError("a serialized LookupResult must be a JSON object")
+    return project_data(data, tool_call_id=tool_call_id, limits=limits)
+
+
+def project_data(
+    data: Mapping[str, Any], *, tool_call_id: str, limits: ProjectionLimits
+) -> Projection:
+    """Project a LookupResult's plain data (`model_dump()`: no JSON round trip)."""
     cuts: list[str] = []
 
     query = str(_get(data, "query") or "")
@@ -51,7 +63,7 @@ def project(lookup_json: str | bytes, *, tool_call_id: str, limits: ProjectionLi
     items: list[RagEvidenceItem] = []
     emitted: set[str] = set()
     raw_blocks = _get(data, "evidence_blocks")
-    for ordinal, raw in enumerate(raw_blocks if isinstance(raw_blocks, list) else [], start=1):
+    for ordinal, raw in enumerate(raw_blocks if isinstance(raw_blocks, list | tuple) else (), start=1):
         if not isinstance(raw, Mapping):
             cuts.append(CUT_EMPTY)
             continue

@@ -12,7 +12,7 @@ from lookup_knowledge.pipeline.assemble import assemble
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
 from lookup_knowledge.pipeline.pack import pack_context
 from lookup_knowledge.pipeline.postprocess import postprocess
-from lookup_knowledge.pipeline.project import Projection, project
+from lookup_knowledge.pipeline.project import Projection, project_data
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,12 @@ def run_pipeline(
     post = postprocess(outcome.hits, limits=limits)
     pack = pack_context(post.blocks, char_budget=limits.pack_char_budget)
     lookup = assemble(query, post, pack, retrieval_trace=outcome.retrieval_trace)
-    projection = project(
-        lookup.model_dump_json(), tool_call_id=tool_call_id, limits=projection_limits
-    )
+    projection = project_lookup(lookup, tool_call_id=tool_call_id, limits=projection_limits)
     return PipelineOutput(lookup=lookup, projection=projection)
+
+
+def project_lookup(
+    lookup: LookupResult, *, tool_call_id: str, limits: ProjectionLimits
+) -> Projection:
+    """Station 5 on the internal result's plain data."""
+    return project_data(lookup.model_dump(), tool_call_id=tool_call_id, limits=limits)
