@@ -28,12 +28,25 @@ stdio runs the service in-process (`stdio.py`): the same settings, pipeline, led
 as `lookup-knowledge serve`, so with `REDIS_URL` set its answers land in the shared ledger.
 """
 
-from lookup_knowledge.mcp_server.server import (
-    META_PREFIX,
-    RUN_ID_META,
-    STEP_ID_META,
-    TOOL_CALL_ID_META,
-    build_server,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lookup_knowledge.mcp_server.server import (
+        META_PREFIX,
+        RUN_ID_META,
+        STEP_ID_META,
+        TOOL_CALL_ID_META,
+        build_server,
+    )
 
 __all__ = ["META_PREFIX", "RUN_ID_META", "STEP_ID_META", "TOOL_CALL_ID_META", "build_server"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the SDK only when a name of it is asked for: `/mcp` in the service loads it on
+    its first request (http.py), not at start."""
+    if name in __all__:
+        from lookup_knowledge.mcp_server import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -63,7 +63,8 @@ def project_data(
     items: list[RagEvidenceItem] = []
     emitted: set[str] = set()
     raw_blocks = _get(data, "evidence_blocks")
-    for ordinal, raw in enumerate(raw_blocks if isinstance(raw_blocks, list | tuple) else (), start=1):
+    blocks = raw_blocks if isinstance(raw_blocks, list | tuple) else ()
+    for ordinal, raw in enumerate(blocks, start=1):
         if not isinstance(raw, Mapping):
             cuts.append(CUT_EMPTY)
             continue
