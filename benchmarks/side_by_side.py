@@ -135,7 +135,7 @@ def production(
             "REDIS_URL": redis_url,
             "AUDIT_DATABASE_URL": database_url,
             "AUDIT_SPOOL_DIR": str(workdir / "spool"),
-            "LOG_LEVEL": "WARNING",
+            # Production logging: INFO, a JSON line per lookup (to a file here).
         }
     )
     script = Path(sys.executable).with_name("lookup-knowledge")

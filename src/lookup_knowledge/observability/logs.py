@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import orjson
+
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 LogFormat = Literal["auto", "json", "console"]
@@ -52,7 +54,10 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             data["exc_info"] = self.formatException(record.exc_info)
-        return json.dumps(data, ensure_ascii=False, default=str)
+        try:  # one line per lookup at INFO: the fast encoder first
+            return orjson.dumps(data, default=str).decode()
+        except TypeError:  # a key that is not text, a lone surrogate
+            return json.dumps(data, ensure_ascii=False, default=str)
 
 
 class ConsoleFormatter(logging.Formatter):

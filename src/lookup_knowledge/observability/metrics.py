@@ -8,6 +8,7 @@ PROMETHEUS_MULTIPROC_DIR at a fresh directory so that /metrics aggregates every 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -179,7 +180,7 @@ class Metrics:
         self.http_latency.labels(method, route).observe(seconds)
 
     def observe_lookup(
-        self, record: AuditRecord, stages: dict[str, float], error_kind: str | None
+        self, record: AuditRecord, stages: Mapping[str, float], error_kind: str | None
     ) -> None:
         self.lookup_latency.observe(record.duration_ms / 1000)
         for stage, seconds in stages.items():

@@ -23,7 +23,9 @@ class LookupTelemetry:
         self, record: AuditRecord, *, stages: Mapping[str, float], error_kind: str | None
     ) -> None:
         if self._metrics is not None:
-            self._metrics.observe_lookup(record, dict(stages), error_kind)
+            self._metrics.observe_lookup(record, stages, error_kind)
+        if not log.isEnabledFor(logging.INFO):
+            return
         fields: dict[str, object] = {
             "run_id": record.run_id,
             "tool_call_id": record.tool_call_id,
