@@ -31,6 +31,7 @@ _CHUNK_SUFFIX = re.compile(r"#chunk-(\d+)$")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 TRACE_MAX_DEPTH = 15
 TRACE_MAX_BYTES = 32 * 1024
+_JSON_CONTENT = {"content-type": "application/json"}
 
 
 class _RawSearchResponse(BaseModel):
@@ -103,7 +104,9 @@ class PyragClient:
         payload: dict[str, Any] = {"query": query, "top_k": self._top_k, "mode": self._mode}
         if filters:
             payload["filters"] = dict(filters)
-        response = await self._send("POST", SEARCH_PATH, json=payload)
+        response = await self._send(
+            "POST", SEARCH_PATH, content=orjson.dumps(payload), headers=_JSON_CONTENT
+        )
         if not response.is_success:
             raise UpstreamError(
                 f"py-rag answered HTTP {response.status_code}",
