@@ -23,6 +23,7 @@ from lookup_knowledge.serving import (
     MAX_HEAD_BYTES,
     GuardedH11Protocol,
     GuardedHttpToolsProtocol,
+    uvicorn_options,
 )
 from support import RecordingAudit, make_settings
 
@@ -48,8 +49,12 @@ def served(request: pytest.FixtureRequest, tmp_path: Path) -> Served:
     return partial(_served, tmp_path, request.param)
 
 
-def test_serve_runs_the_httptools_guard_by_default() -> None:
+def test_serve_runs_the_httptools_guard_by_default(tmp_path: Path) -> None:
+    options = uvicorn_options(make_settings(tmp_path))
+
     assert DEFAULT_PROTOCOL is GuardedHttpToolsProtocol
+    assert options["http"] == "lookup_knowledge.serving:GuardedHttpToolsProtocol"
+    assert options["loop"] == "auto"  # uvloop, installed with uvicorn[standard]
 
 
 @asynccontextmanager
