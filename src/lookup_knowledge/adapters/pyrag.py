@@ -69,7 +69,11 @@ def pyrag_http_client(
         ),
         limits=limits,
         transport=(
-            AiohttpTransport(max_connections=max_connections) if transport == "aiohttp" else None
+            AiohttpTransport(
+                max_connections=max_connections, keepalive_expiry_s=limits.keepalive_expiry or 5.0
+            )
+            if transport == "aiohttp"
+            else None
         ),
     )
 

@@ -67,15 +67,20 @@ class _ResponseStream(httpx.AsyncByteStream):
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """An httpx transport on one aiohttp session, opened on first use in the running loop."""
 
-    def __init__(self, *, max_connections: int) -> None:
+    def __init__(self, *, max_connections: int, keepalive_expiry_s: float = 5.0) -> None:
         self._max_connections = max_connections
+        # An idle connection is closed after this, as httpx's own pool does (5 s by default),
+        # before a server's own keep-alive timeout is likely to close it under a request.
+        self._keepalive_expiry_s = keepalive_expiry_s
         self._slots = asyncio.Semaphore(max_connections)
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                limit=self._max_connections, limit_per_host=0, keepalive_timeout=60
+                limit=self._max_connections,
+                limit_per_host=0,
+                keepalive_timeout=self._keepalive_expiry_s,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
