@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from drill_support import Connection, lookup_body, percentile
 
 PATH = "/lookup_knowledge"
+IDLE_REUSE_S = 2.0  # well under the servers' keep-alive timeout (5 s)
 QUERY = "网关超时怎么排查"
 
 _WRK_SCRIPT = """
@@ -120,17 +121,27 @@ def paced(port: int, *, rate: float, seconds: float) -> Load:
 
 async def _paced(port: int, rate: float, seconds: float) -> Load:
     run_id = f"bench-{uuid.uuid4().hex[:12]}"
-    idle: list[Connection] = []
+    idle: list[tuple[Connection, float]] = []  # with when each was last used
+    stale: list[Connection] = []  # closed at the end, off the measured path
     latencies: list[float] = []
     failed = 0
 
+    def connection() -> Connection:
+        """The most recently used idle connection, unless the server may have let it go."""
+        while idle:
+            kept, used_at = idle.pop()
+            if time.perf_counter() - used_at < IDLE_REUSE_S:
+                return kept
+            stale.append(kept)
+        return Connection(port)
+
     async def one(serial: int, due: float) -> None:
         nonlocal failed
-        connection = idle.pop() if idle else Connection(port)
-        answer = await connection.request("POST", PATH, lookup_body(run_id, f"p{serial}"))
+        kept = connection()
+        answer = await kept.request("POST", PATH, lookup_body(run_id, f"p{serial}"))
         latencies.append(answer.done_at - due)
         failed += not 200 <= answer.status < 300
-        idle.append(connection)
+        idle.append((kept, time.perf_counter()))
 
     count = max(1, int(rate * seconds))
     started = time.perf_counter()
@@ -143,6 +154,6 @@ async def _paced(port: int, rate: float, seconds: float) -> Load:
         tasks.append(asyncio.create_task(one(serial, due)))
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started
-    for connection in idle:
-        await connection.close()
+    for kept in [*stale, *(kept for kept, _ in idle)]:
+        await kept.close()
     return Load(count, elapsed, failed, percentile(latencies, 0.5), percentile(latencies, 0.99))
