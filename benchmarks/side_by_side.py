@@ -163,6 +163,10 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
+def signed_ms(seconds: float) -> str:
+    return f"{seconds * 1000:+.2f} ms"
+
+
 def report(hello: Measured, proxy: Measured, service: Measured, generator: str) -> None:
     print(f"\nclosed loop: {generator}, median of {len(service.loads)} reps")
     print(f"  {'server':<28}{'req/s':>10}{'CPU/request':>14}{'failed':>8}")
@@ -190,8 +194,8 @@ def half_load(proxy: Measured, service: Measured, seconds: float) -> None:
         )
     base, ours = results[proxy.name], results[service.name]
     print(
-        f"  added by the service: p50 +{ms(ours.p50_s - base.p50_s)}, "
-        f"p99 +{ms(ours.p99_s - base.p99_s)}  (target p99 <= +3 ms)"
+        f"  added by the service: p50 {signed_ms(ours.p50_s - base.p50_s)}, "
+        f"p99 {signed_ms(ours.p99_s - base.p99_s)}  (target p99 <= +3 ms)"
     )
 
 
