@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-import pytest
 from anthropic.types import Message, MessageParam, ToolParam
 from openai.types.chat import (
     ChatCompletion,
