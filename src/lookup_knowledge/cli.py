@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tool_spec = commands.add_parser(
         "tool-spec",
-        help="print the tool definition (openai, anthropic, mcp, json-schema)",
+        help="print the tool definition (openai, anthropic, mcp, json-schema) or report-schema",
         add_help=False,
     )
     tool_spec.set_defaults(delegate="lookup_knowledge.tool_spec")

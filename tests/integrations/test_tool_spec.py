@@ -172,3 +172,14 @@ def test_report_schema_prints_the_guards_shipped_schema(capsys: pytest.CaptureFi
     assert VALIDATOR(schema).is_valid(report)
     GuardReport.model_validate(report)
     assert not VALIDATOR(schema).is_valid({**report, "extra": 1})
+
+
+def test_the_command_list_names_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    from lookup_knowledge.cli import main as cli_main
+
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    summary = listing.partition("tool-spec print the tool definition")[2].partition(" audit ")[0]
+    for fmt in (*FORMATS, "report-schema"):
+        assert fmt in summary
