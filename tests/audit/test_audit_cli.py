@@ -98,6 +98,14 @@ def test_a_run_with_no_calls_says_so_and_exits_1(
     assert capsys.readouterr().out == "no calls recorded for run run-unknown\n"
 
 
+def test_the_help_says_show_lists_calls_and_verifications(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        audit_cli.main(["--help"])
+    assert "tool calls and report verifications" in " ".join(capsys.readouterr().out.split())
+
+
 def test_the_configured_database_is_used_when_no_url_is_given(
     url: str,
     capsys: pytest.CaptureFixture[str],

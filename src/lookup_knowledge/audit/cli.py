@@ -47,8 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lookup-knowledge audit", description="Read the audit trail."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    show = commands.add_parser("show", help="print the tool calls of one agent run")
-    show.add_argument("run_id", help="the run whose calls to list")
+    show = commands.add_parser(
+        "show", help="print the tool calls and report verifications of one agent run"
+    )
+    show.add_argument("run_id", help="the run whose calls and verifications to list")
     show.add_argument(
         "--database-url",
         default=None,
