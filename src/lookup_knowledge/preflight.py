@@ -1,8 +1,8 @@
 """Start-up checks: every configuration problem, one line each, before anything is built.
 
-Types, ranges and rules between settings are checked by `Settings` itself; what needs the
-machine is checked here: the docs folder, URL schemes, local folders that must be writable,
-and whether HOST:PORT can be bound. `lookup-knowledge serve` prints each problem on its own
+Types, ranges, URL schemes and rules between settings are checked by `Settings` itself; what
+needs the machine is checked here: the docs folder, the audit database's file or name, local
+folders that must be writable, and whether HOST:PORT can be bound. `lookup-knowledge serve` prints each problem on its own
 line, naming the variable, and exits with status 2 (docs/configuration.md#start-up-checks).
 """
 
