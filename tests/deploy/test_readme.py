@@ -1,9 +1,12 @@
-"""The README opens with exactly two commands, and CI runs the second one verbatim."""
+"""The README opens with exactly two commands, CI runs the second one verbatim, and its settings
+table names every setting."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from lookup_knowledge.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +33,17 @@ def test_ci_runs_the_readme_test_command() -> None:
     _, suite = opening_commands()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert suite in ci
+
+
+def test_the_readme_settings_table_names_every_setting() -> None:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").partition("\n## Configuration\n")[2]
+    table = section.partition("\n## ")[0]
+    named = set(
+        re.findall(
+            r"`([A-Z][A-Z0-9_]+)`",
+            "\n".join(
+                line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `")
+            ),
+        )
+    )
+    assert {name.upper() for name in Settings.model_fields} - named == set()
