@@ -2,8 +2,9 @@
 
 Types, ranges, URL schemes and rules between settings are checked by `Settings` itself; what
 needs the machine is checked here: the docs folder, the audit database's file or name, local
-folders that must be writable, and whether HOST:PORT can be bound. `lookup-knowledge serve` prints each problem on its own
-line, naming the variable, and exits with status 2 (docs/configuration.md#start-up-checks).
+folders that must be writable, and whether HOST:PORT can be bound. `lookup-knowledge serve`
+prints each problem on its own line, naming the variable, and exits with status 2
+(docs/configuration.md#start-up-checks).
 """
 
 from __future__ import annotations
