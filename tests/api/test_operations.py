@@ -1,4 +1,4 @@
-"""Issue 7 through the HTTP API: auth matrix, readiness, metrics, request ids and log lines."""
+"""Operations through the HTTP API: auth matrix, readiness, metrics, request ids and log lines."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ followed by a fresh one on the same spool directory, which answers the rest of t
 every answered call must have exactly one row, no call two, and no row may be unknown. A call
 still in flight when the process was killed got no answer: it may have a row or not.
 
-CALLS is 200 (the figure of the drill in issue 11); LK_AUDIT_DRILL_CALLS overrides it.
+CALLS is 200 by default; LK_AUDIT_DRILL_CALLS overrides it.
 """
 
 from __future__ import annotations
