@@ -18,7 +18,6 @@ import httpx
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from lookup_knowledge.adapters.pyrag_transport import AiohttpTransport
 from lookup_knowledge.domain.errors import Overloaded, UpstreamError, UpstreamTimeout
 from lookup_knowledge.domain.jsonsafe import bound_json
 from lookup_knowledge.domain.models import JsonObject, KnowledgeSearchHit, SearchOutcome
@@ -62,19 +61,22 @@ def pyrag_http_client(
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
+    wire: httpx.AsyncBaseTransport | None = None
+    if transport == "aiohttp":
+        # Imported here: aiohttp is a tenth of a second of start-up that the embedded engine,
+        # reached in memory, never needs (docs/performance.md#start-up).
+        from lookup_knowledge.adapters.pyrag_transport import AiohttpTransport
+
+        wire = AiohttpTransport(
+            max_connections=max_connections, keepalive_expiry_s=limits.keepalive_expiry or 5.0
+        )
     return httpx.AsyncClient(
         base_url=base_url,
         timeout=httpx.Timeout(
             connect=connect_timeout_s, read=timeout_s, write=timeout_s, pool=pool_timeout_s
         ),
         limits=limits,
-        transport=(
-            AiohttpTransport(
-                max_connections=max_connections, keepalive_expiry_s=limits.keepalive_expiry or 5.0
-            )
-            if transport == "aiohttp"
-            else None
-        ),
+        transport=wire,
     )
 
 
