@@ -272,3 +272,14 @@ async def test_an_ordinary_trace_is_kept_as_is(client: PyragClient) -> None:
 
     assert outcome.retrieval_trace == body["retrieval_trace"]
     assert outcome.trace_truncated is False
+
+
+async def test_a_base_url_with_a_path_keeps_it_on_every_call() -> None:
+    """py-rag behind a path prefix: each call goes under it, the first and the later ones."""
+    async with httpx.AsyncClient(base_url=f"{BASE}/rag/") as http:
+        prefixed = PyragClient(http, top_k=20, mode="hybrid")
+        with respx.mock(assert_all_called=True) as mock:
+            route = mock.post(f"{BASE}/rag/api/v1/search").respond(200, json=pyrag_body([]))
+            await prefixed.search("q", filters=None)
+            await prefixed.search("q", filters=None)
+    assert route.call_count == 2

@@ -99,6 +99,7 @@ class PyragClient:
         self._max_body_bytes = max_body_bytes
         self._trace_bounds = {"max_depth": trace_max_depth, "max_bytes": trace_max_bytes}
         self._orphans: set[asyncio.Future[httpx.Response]] = set()
+        self._urls: dict[str, httpx.URL] = {}
 
     async def aclose(self) -> None:
         """Stop calls whose callers went away; the pool is closing anyway."""
@@ -178,8 +179,16 @@ class PyragClient:
         except httpx.HTTPError as exc:
             raise UpstreamError(f"py-rag is unreachable: {exc!r}", kind="unreachable") from exc
 
+    def _url(self, path: str) -> httpx.URL:
+        """The absolute URL of a py-rag path, merged with the base URL once: httpx re-parses a
+        relative path on every request (docs/performance.md#py-rag-client)."""
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = self._client.build_request("GET", path).url
+        return url
+
     async def _fetch(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        async with self._client.stream(method, path, **kwargs) as response:
+        async with self._client.stream(method, self._url(path), **kwargs) as response:
             content = await read_capped(response, self._max_body_bytes)
             return httpx.Response(response.status_code, content=content)
 
