@@ -279,6 +279,36 @@ def test_output_preview_is_bounded_to_2000_characters(table: Engine) -> None:
     assert row["output_preview"] == "证" * OUTPUT_PREVIEW_CHARS
 
 
+# Every character MySQL escaping must get right, CJK and a 4-byte emoji, quotes of JSON.
+_AWKWARD = "\\ \x00 \n \r \x1a ' \" % _ 网关超时 😀 "
+
+
+def test_long_text_with_every_awkward_character_round_trips_exactly(table: Engine) -> None:
+    """Long strings go to MariaDB as hex literals (audit/mysql_wire.py): the same text back."""
+    preview = (_AWKWARD * 60)[:OUTPUT_PREVIEW_CHARS]
+    details = {"retrieval_trace": {"notes": [_AWKWARD * 20, _AWKWARD]}, "evidence_refs": []}
+    record = make_record(5, query=_AWKWARD * 20, output_preview=preview, retrieval_details=details)
+
+    row = stored(table, record)
+
+    assert row["query"] == _AWKWARD * 20
+    assert row["output_preview"] == preview
+    assert row["retrieval_details"] == details
+
+
+@pytest.mark.mysql
+def test_mariadb_statements_carry_long_strings_as_hex_and_short_ones_escaped() -> None:
+    with database("mariadb", Path()) as url, reader(url) as engine:
+        connection = engine.raw_connection()
+        try:
+            literal = connection.driver_connection.escape(_AWKWARD * 20)
+            short = connection.driver_connection.escape("it's")
+        finally:
+            connection.close()
+    assert literal == "_utf8mb4 X'" + (_AWKWARD * 20).encode().hex() + "'"
+    assert short == "'it\\'s'"
+
+
 def test_values_no_column_could_hold_are_bounded_not_refused(table: Engine) -> None:
     record = make_record(
         4,

@@ -173,6 +173,10 @@ def create_audit_engine(
     )
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_write_ahead_log)
+    elif url.get_driver_name() == "pymysql":
+        from lookup_knowledge.audit import mysql_wire
+
+        event.listen(engine, "do_connect", mysql_wire.connect)
     return engine
 
 
