@@ -303,10 +303,13 @@ def test_mariadb_statements_carry_long_strings_as_hex_and_short_ones_escaped() -
         try:
             literal = connection.driver_connection.escape(_AWKWARD * 20)
             short = connection.driver_connection.escape("it's")
+            # UTF-8 cannot encode a lone surrogate: PyMySQL's own escaping takes it.
+            surrogate = connection.driver_connection.escape("\ud800" * 300)
         finally:
             connection.close()
     assert literal == "_utf8mb4 X'" + (_AWKWARD * 20).encode().hex() + "'"
     assert short == "'it\\'s'"
+    assert surrogate == "'" + "\ud800" * 300 + "'"
 
 
 def test_values_no_column_could_hold_are_bounded_not_refused(table: Engine) -> None:
