@@ -17,6 +17,7 @@ service does not fill) is a misconfiguration, reported by `check_compatible`, ne
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 from collections.abc import Iterator
@@ -64,15 +65,27 @@ _TINY = 64
 
 metadata = MetaData()
 
+
+def _id_column() -> Column[int]:
+    """A surrogate key: BIGINT on MySQL, INTEGER on SQLite (its only auto-increment type)."""
+    return Column(
+        "id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+
+
+def _created_at_column() -> Column[datetime.datetime]:
+    """Millisecond timestamps on MySQL/MariaDB (DATETIME(3)), plain DATETIME elsewhere."""
+    return Column(
+        "created_at",
+        DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb"),
+        nullable=False,
+    )
+
+
 tool_invocation = Table(
     TABLE_NAME,
     metadata,
-    Column(
-        "id",
-        BigInteger().with_variant(Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    _id_column(),
     Column("invocation_id", String(INVOCATION_ID_CHARS), nullable=True),
     Column("run_id", String(ID_CHARS), nullable=False),
     Column("tool_call_id", String(ID_CHARS), nullable=False),
@@ -94,11 +107,7 @@ tool_invocation = Table(
     Column("duration_ms", Integer(), nullable=False, server_default=text("0")),
     Column("upstream_ms", Integer(), nullable=True),
     Column("replayed", Boolean(create_constraint=False), nullable=False, server_default=false()),
-    Column(
-        "created_at",
-        DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb"),
-        nullable=False,
-    ),
+    _created_at_column(),
     Index("ix_tool_invocation_run_call", "run_id", "tool_call_id"),
     Index("ix_tool_invocation_created_at", "created_at"),
     Index("uq_tool_invocation_invocation_id", "invocation_id", unique=True),
@@ -110,12 +119,7 @@ tool_invocation = Table(
 guard_verification = Table(
     GUARD_TABLE_NAME,
     metadata,
-    Column(
-        "id",
-        BigInteger().with_variant(Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    _id_column(),
     Column("invocation_id", String(INVOCATION_ID_CHARS), nullable=False),
     Column("run_id", String(ID_CHARS), nullable=False),
     Column("outcome", String(_TINY), nullable=False),
@@ -131,11 +135,7 @@ guard_verification = Table(
     Column("snapshot_count", Integer(), nullable=False, server_default=text("0")),
     Column("report_sha256", String(_TINY), nullable=True),
     Column("duration_ms", Double(), nullable=False, server_default=text("0")),
-    Column(
-        "created_at",
-        DateTime().with_variant(mysql.DATETIME(fsp=3), "mysql", "mariadb"),
-        nullable=False,
-    ),
+    _created_at_column(),
     Index("ix_guard_verification_run_created", "run_id", "created_at"),
     Index("ix_guard_verification_created_at", "created_at"),
     Index("uq_guard_verification_invocation_id", "invocation_id", unique=True),
