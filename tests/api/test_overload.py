@@ -7,15 +7,18 @@ pool is exercised: respx would bypass it.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import respx
 
 from builders import pyrag_body, raw_hit
+from lookup_knowledge.app import create_app
 from pyrag_server import pyrag_server
-from support import PYRAG_SEARCH_URL, OpenClient, RecordingAudit
+from support import PYRAG_SEARCH_URL, OpenClient, RecordingAudit, make_settings
 
 LOOKUP = "/lookup_knowledge"
 
@@ -169,3 +172,22 @@ async def test_mcp_calls_share_the_lookup_limit(open_client: OpenClient) -> None
 
     assert held.status_code == 200
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "OVERLOADED"
+
+
+async def test_the_served_app_freezes_what_start_up_built_and_a_plain_app_does_not(
+    tmp_path: Path,
+) -> None:
+    """The heap built at start-up leaves the cyclic collector's sight once the service is
+    started (docs/performance.md#overload); apps made by tests and embedders keep it."""
+    gc.unfreeze()
+    plain = create_app(make_settings(tmp_path))
+    async with plain.router.lifespan_context(plain):
+        assert gc.get_freeze_count() == 0
+    served = create_app(make_settings(tmp_path), freeze_heap=True)
+    try:
+        assert gc.get_freeze_count() == 0
+        async with served.router.lifespan_context(served):
+            frozen = gc.get_freeze_count()
+        assert frozen > 10_000  # the modules, the app, its clients
+    finally:
+        gc.unfreeze()
