@@ -131,6 +131,7 @@ class Answer:
     code: str | None = None  # the error envelope's code
     latency_s: float = 0.0
     done_at: float = 0.0  # time.perf_counter() at the end
+    sent_at: float = 0.0  # time.perf_counter() once the request was written (0: never)
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
 
@@ -182,6 +183,7 @@ class Connection:
             head += "Connection: close\r\n"
         writer.write(head.encode() + b"\r\n" + body)
         await writer.drain()
+        sent_at = time.perf_counter()
         raw = await reader.readuntil(b"\r\n\r\n")
         lines = raw.decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ")[1])
@@ -199,7 +201,7 @@ class Connection:
                 code = json.loads(content)["error"]["code"]
             except (ValueError, KeyError, TypeError):
                 code = "?"
-        return Answer(status=status, code=code, headers=headers, body=content)
+        return Answer(status=status, code=code, headers=headers, body=content, sent_at=sent_at)
 
     async def close(self) -> None:
         if self._streams is not None:

@@ -145,11 +145,28 @@ async def drill(args: argparse.Namespace, svc: Service) -> int:
 
     run_id = f"burst-{stamp}"
     cpu = svc.cpu_seconds()
+    own_cpu = time.process_time()
     answers, started = await burst(port, run_id, args.burst)
     sent += len(answers)
     burst_cpu = svc.cpu_seconds() - cpu
+    own_cpu = time.process_time() - own_cpu
     print(f"\nburst of {args.burst}: {histogram(answers)}")
     ok = sorted(a.done_at for a in answers if a.status == 200)
+    # Is the drill itself the bottleneck? When its requests were all written, and its CPU.
+    sent_at = sorted(a.sent_at - started for a in answers if a.sent_at)
+    if sent_at:
+        half = len(sent_at) // 2
+        print(
+            f"the drill had written {half} requests {sent_at[half - 1]:.2f} s after the burst's "
+            f"start, all {len(sent_at)} after {sent_at[-1]:.2f} s; the drill's own CPU over "
+            f"the burst: {own_cpu:.2f} s"
+        )
+    if ok:
+        shed_done = sorted(a.done_at - started for a in answers if a.code == "OVERLOADED")
+        print(
+            f"first 200 {ok[0] - started:.2f} s after the burst's start"
+            + (f"; last 503 OVERLOADED after {shed_done[-1]:.2f} s" if shed_done else "")
+        )
     if ok:
         span = ok[-1] - started
         rate = len(ok) / span
