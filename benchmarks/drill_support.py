@@ -125,6 +125,25 @@ def service(workdir: Path, env: dict[str, str]) -> Iterator[Service]:
         yield Service(port=port, pid=child.pid)
 
 
+@contextmanager
+def drill_stack(workdir: Path, *, pyrag_delay_ms: float, extra_env: list[str]) -> Iterator[Service]:
+    """A private Redis, a fake py-rag and the service on them (`extra_env`: KEY=VALUE items).
+
+    The drill's own process is reniced once the service is up: the load generator yields the
+    CPU to what it measures, as remote clients would.
+    """
+    with (
+        private_redis(workdir) as redis_url,
+        fake_pyrag(workdir, delay_ms=pyrag_delay_ms) as pyrag_url,
+    ):
+        env = {"REDIS_URL": redis_url, "PYRAG_BASE_URL": pyrag_url}
+        env.update(dict(item.split("=", 1) for item in extra_env))
+        print(f"service env: {env}; workdir {workdir}")
+        with service(workdir, env) as svc:
+            os.nice(10)
+            yield svc
+
+
 @dataclass(slots=True)
 class Answer:
     status: int  # 0 = no HTTP answer (connection refused, reset or timed out)

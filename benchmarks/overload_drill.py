@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import os
 import sqlite3
 import tempfile
 import time
@@ -36,12 +35,10 @@ from drill_support import (
     Answer,
     Connection,
     Service,
-    fake_pyrag,
+    drill_stack,
     lookup_body,
     one_shot,
     percentile,
-    private_redis,
-    service,
 )
 
 LOOKUP = "/lookup_knowledge"
@@ -241,23 +238,13 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="lk-overload-"))
-    with (
-        private_redis(workdir) as redis_url,
-        fake_pyrag(workdir, delay_ms=args.pyrag_delay_ms) as pyrag_url,
-    ):
-        env = {"REDIS_URL": redis_url, "PYRAG_BASE_URL": pyrag_url}
-        env.update(dict(item.split("=", 1) for item in args.env))
-        print(f"service env: {env}; workdir {workdir}")
-        with service(workdir, env) as svc:
-            os.nice(
-                10
-            )  # the load generator yields the CPU to what it measures, as remote clients would
-            answers = asyncio.run(drill(args, svc))
-        rows = audit_rows(workdir / "audit.db")
-        print(
-            f"\naudit after the stop: {sum(rows.values())} rows for {answers} answers sent; "
-            + ", ".join(f"{n} × {code}" for code, n in rows.most_common())
-        )
+    with drill_stack(workdir, pyrag_delay_ms=args.pyrag_delay_ms, extra_env=args.env) as svc:
+        answers = asyncio.run(drill(args, svc))
+    rows = audit_rows(workdir / "audit.db")
+    print(
+        f"\naudit after the stop: {sum(rows.values())} rows for {answers} answers sent; "
+        + ", ".join(f"{n} × {code}" for code, n in rows.most_common())
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -31,12 +30,10 @@ from pathlib import Path
 from drill_support import (
     Answer,
     Service,
-    fake_pyrag,
+    drill_stack,
     lookup_body,
     one_shot,
     percentile,
-    private_redis,
-    service,
 )
 
 KINDS = ("idle", "slowloris", "stalled body")
@@ -141,18 +138,8 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="lk-slowloris-"))
-    with (
-        private_redis(workdir) as redis_url,
-        fake_pyrag(workdir, delay_ms=args.pyrag_delay_ms) as pyrag_url,
-    ):
-        env = {"REDIS_URL": redis_url, "PYRAG_BASE_URL": pyrag_url}
-        env.update(dict(item.split("=", 1) for item in args.env))
-        print(f"service env: {env}")
-        with service(workdir, env) as svc:
-            os.nice(
-                10
-            )  # the load generator yields the CPU to what it measures, as remote clients would
-            asyncio.run(drill(args, svc))
+    with drill_stack(workdir, pyrag_delay_ms=args.pyrag_delay_ms, extra_env=args.env) as svc:
+        asyncio.run(drill(args, svc))
 
 
 if __name__ == "__main__":
