@@ -230,3 +230,24 @@ class TcpProxy:
             for sock in (a, b):
                 with contextlib.suppress(OSError):
                     sock.close()
+
+
+def refuse_poison(db: Engine) -> None:
+    """A trigger that refuses any row whose query is 'poison'."""
+    schema.ensure_schema(db)
+    with db.begin() as conn:
+        if db.dialect.name == "sqlite":
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation "
+                    "WHEN NEW.query = 'poison' BEGIN SELECT RAISE(ABORT, 'poison row'); END"
+                )
+            )
+        else:
+            conn.execute(
+                text(
+                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation FOR EACH ROW "
+                    "IF NEW.query = 'poison' THEN "
+                    "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poison row'; END IF"
+                )
+            )

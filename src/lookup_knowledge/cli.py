@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     tool_spec.set_defaults(delegate="lookup_knowledge.tool_spec")
 
     audit = commands.add_parser(
-        "audit", help="read the audit trail: show RUN_ID, quarantine", add_help=False
+        "audit", help="read the audit trail: show RUN_ID, quarantine, requeue", add_help=False
     )
     audit.set_defaults(delegate="lookup_knowledge.audit.cli")
     return parser

@@ -8,13 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from audit_support import BACKENDS, UNREACHABLE_MYSQL_URL, database, make_record, reader
+from audit_support import (
+    BACKENDS,
+    UNREACHABLE_MYSQL_URL,
+    database,
+    make_record,
+    reader,
+    refuse_poison,
+    stored_ids,
+)
 from lookup_knowledge import cli
 from lookup_knowledge.audit import cli as audit_cli
 from lookup_knowledge.audit import schema
 from lookup_knowledge.audit import sql as audit_sql
-from lookup_knowledge.audit.quarantine import Quarantine
-from lookup_knowledge.domain.audit import AuditRecord
+from lookup_knowledge.audit.quarantine import QUARANTINE_FILE, Quarantine, read_entries, requeue
+from lookup_knowledge.domain.audit import AuditRecord, AuditRow
 
 
 @pytest.fixture(params=BACKENDS)
@@ -175,3 +183,117 @@ def test_the_quarantine_prints_whole_rows_as_json_lines(
     assert entry["invocation_id"] == record.invocation_id
     assert entry["record"]["retrieval_details"] == record.retrieval_details
     assert entry["reason"] == "refused"
+
+
+# --- audit requeue ---
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with database(request.param, tmp_path) as url, reader(url) as engine:
+        schema.ensure_schema(engine)
+        yield url
+
+
+def test_requeue_writes_the_rows_once_and_empties_the_quarantine(
+    empty_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    stored, fresh = make_record(1), make_record(2, query="网关 \\ud800 超时")
+    with reader(empty_url) as engine:
+        audit_sql.insert_records(engine, [stored])  # written before it was also quarantined
+    service_view = Quarantine(spool)
+    service_view.add(stored, "(1644, 'poison row')")
+    service_view.add(fresh, "(1406, 'Data too long')")
+
+    code = audit_cli.main(["requeue", "--spool-dir", str(spool), "--database-url", empty_url])
+
+    assert code == 0
+    assert capsys.readouterr().out.splitlines() == ["2 row(s) written to the database"]
+    with reader(empty_url) as engine:
+        assert stored_ids(engine) == [stored.invocation_id, fresh.invocation_id]
+        [row] = [r for r in audit_sql.fetch_run(engine, "run-42") if r["tool_call_id"] == "call_2"]
+    assert row["query"] == fresh.query
+    assert list(read_entries(spool / QUARANTINE_FILE)) == []
+    assert service_view.size() == 0  # the running service sees the file it did not write
+
+
+def test_a_row_refused_again_stays_with_the_new_reason_and_exit_1(
+    empty_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    poison, good = make_record(1, query="poison"), make_record(2)
+    with reader(empty_url) as engine:
+        refuse_poison(engine)
+    kept = Quarantine(spool)
+    kept.add(poison, "first refusal")
+    kept.add(good, "first refusal")
+
+    code = audit_cli.main(["requeue", "--spool-dir", str(spool), "--database-url", empty_url])
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "1 row(s) written" in out and f"refused again: {poison.invocation_id}" in out
+    [entry] = read_entries(spool / QUARANTINE_FILE)
+    assert entry["invocation_id"] == poison.invocation_id
+    assert entry["reason"] == "first refusal"
+    assert "poison row" in entry["requeue_reason"] and entry["requeue_failed_at"]
+    assert entry["record"]["query"] == "poison"
+    with reader(empty_url) as engine:
+        assert stored_ids(engine) == [good.invocation_id]
+
+
+def test_requeue_with_the_database_down_changes_nothing_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spool = tmp_path / "spool"
+    Quarantine(spool).add(make_record(1), "refused")
+    before = (spool / QUARANTINE_FILE).read_bytes()
+
+    code = audit_cli.main(
+        ["requeue", "--spool-dir", str(spool), "--database-url", UNREACHABLE_MYSQL_URL]
+    )
+
+    assert code == 2
+    assert "1 row(s) left in the quarantine" in capsys.readouterr().err
+    assert (spool / QUARANTINE_FILE).read_bytes() == before
+
+
+def test_rows_quarantined_during_a_requeue_and_unreadable_lines_are_kept(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "spool"
+    service_view = Quarantine(spool)
+    first = make_record(1)
+    service_view.add(first, "refused")
+    with (spool / QUARANTINE_FILE).open("ab") as handle:
+        handle.write(b'{"torn line\n')
+    late = make_record(2)
+    written: list[AuditRow] = []
+
+    def write(row: AuditRow) -> None:
+        written.append(row)
+        service_view.add(late, "refused while the requeue ran")  # the service, meanwhile
+
+    result = requeue(spool, write, lambda exc: (True, str(exc)))
+
+    assert [r.invocation_id for r in written] == [first.invocation_id]
+    assert result.written == [first.invocation_id]
+    lines = (spool / QUARANTINE_FILE).read_bytes().splitlines()
+    assert lines[0] == b'{"torn line'
+    assert [e["invocation_id"] for e in read_entries(spool / QUARANTINE_FILE)] == [
+        late.invocation_id
+    ]
+    assert service_view.size() == 1
+    assert not service_view.add(late, "again")  # still kept once
+
+
+def test_requeue_of_an_empty_quarantine_touches_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = audit_cli.main(
+        ["requeue", "--spool-dir", str(tmp_path), "--database-url", UNREACHABLE_MYSQL_URL]
+    )
+
+    assert code == 0
+    assert "no quarantined rows" in capsys.readouterr().out

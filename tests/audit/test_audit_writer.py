@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, event
 
 from audit_support import (
     BACKENDS,
@@ -27,6 +27,7 @@ from audit_support import (
     database,
     make_record,
     reader,
+    refuse_poison,
     spool_depth,
     stored_ids,
     wait_until,
@@ -344,27 +345,6 @@ def test_spool_files_are_private_to_the_service_user(
 
 
 # --- rows the database would refuse ---
-
-
-def refuse_poison(db: Engine) -> None:
-    """A trigger that refuses any row whose query is 'poison'."""
-    schema.ensure_schema(db)
-    with db.begin() as conn:
-        if db.dialect.name == "sqlite":
-            conn.execute(
-                text(
-                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation "
-                    "WHEN NEW.query = 'poison' BEGIN SELECT RAISE(ABORT, 'poison row'); END"
-                )
-            )
-        else:
-            conn.execute(
-                text(
-                    "CREATE TRIGGER refuse_poison BEFORE INSERT ON tool_invocation FOR EACH ROW "
-                    "IF NEW.query = 'poison' THEN "
-                    "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poison row'; END IF"
-                )
-            )
 
 
 async def test_a_refused_row_is_quarantined_and_its_batch_is_written_row_by_row(

@@ -11,7 +11,7 @@ per report verification, none lost (docs/audit.md).
     schema.py      the tables, their in-place upgrade and their compatibility check
     quarantine.py  rows the database refused, kept for an operator
     check.py       the start-up check of AUDIT_DATABASE_URL
-    cli.py         `lookup-knowledge audit show | quarantine`
+    cli.py         `lookup-knowledge audit show | quarantine | requeue`
 
 Only `row.py` is imported by the service; the rest is reached through `domain.ports.AuditPort`.
 Nothing is imported here, so importing the row builder pulls in no database driver.

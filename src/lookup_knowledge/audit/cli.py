@@ -3,9 +3,11 @@
     audit show RUN_ID      a run's calls (`tool_invocation`) and report verifications
                            (`guard_verification`)
     audit quarantine       the rows the database refused, from the spool directory
+    audit requeue          write the quarantined rows to the database again (after a fix)
 
 `show` exits 0 when the run has rows, 1 when it has none, 2 when the database cannot be read;
-`quarantine` exits 0 when it is empty, 1 when it holds rows.
+`quarantine` exits 0 when it is empty, 1 when it holds rows; `requeue` exits 0 when every
+row was written, 1 when the database refused some again, 2 when it could not be used.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from lookup_knowledge.audit import sql as audit_sql
-from lookup_knowledge.audit.quarantine import QUARANTINE_FILE, read_entries
+from lookup_knowledge.audit.quarantine import QUARANTINE_FILE, read_entries, requeue
+from lookup_knowledge.domain.audit import AuditRow
 from lookup_knowledge.settings import Settings
 
 QUERY_PREVIEW_CHARS = 40
@@ -70,6 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print each entry, row included, as one JSON line"
     )
     quarantine.set_defaults(handler=show_quarantine)
+    again = commands.add_parser(
+        "requeue",
+        help="write the quarantined rows to the database again, once what refused them is fixed",
+    )
+    again.add_argument(
+        "--spool-dir",
+        type=Path,
+        default=None,
+        help="spool directory (default: AUDIT_SPOOL_DIR from the environment or .env)",
+    )
+    again.add_argument(
+        "--database-url",
+        default=None,
+        help="audit database (default: AUDIT_DATABASE_URL from the environment or .env)",
+    )
+    again.set_defaults(handler=requeue_quarantine)
     return parser
 
 
@@ -139,6 +158,38 @@ def show_quarantine(args: argparse.Namespace, out: TextIO) -> int:
             file=out,
         )
     return 1
+
+
+def requeue_quarantine(args: argparse.Namespace, out: TextIO) -> int:
+    spool_dir = args.spool_dir or _settings().audit_spool_dir
+    url = args.database_url or _settings().audit_database_url.get_secret_value()
+    if not list(read_entries(spool_dir / QUARANTINE_FILE)):
+        print(f"no quarantined rows in {spool_dir / QUARANTINE_FILE}", file=out)
+        return 0
+    engine = audit_sql.create_audit_engine(url)
+
+    def write(row: AuditRow) -> None:
+        audit_sql.insert_records(engine, [row])  # a row already stored is skipped, not doubled
+
+    def explain(exc: Exception) -> tuple[bool, str]:
+        return audit_sql.classify(exc) is audit_sql.Failure.ROW, audit_sql.brief(exc)
+
+    try:
+        result = requeue(spool_dir, write, explain)
+    finally:
+        engine.dispose()
+    print(f"{len(result.written)} row(s) written to the database", file=out)
+    for invocation_id, reason in result.refused.items():
+        print(f"refused again: {invocation_id}  {reason}", file=out)
+    if result.stopped is not None:
+        shown = engine.url.render_as_string(hide_password=True)
+        print(
+            f"stopped: cannot write to {shown}: {result.stopped}; "
+            f"{result.untried} row(s) left in the quarantine",
+            file=sys.stderr,
+        )
+        return 2
+    return 1 if result.refused else 0
 
 
 def render_table(rows: Sequence[dict[str, Any]]) -> str:
