@@ -7,7 +7,9 @@ document is indexed too, as all its chunks together, and each chunk's heading pa
 apart (for the heading grading features). A search:
 
 1. reads the query against the corpus (`engine.query`): concepts with weights, typos mapped
-   to the corpus word they stand for, ids dropped; nothing known → no candidates;
+   to the corpus word they stand for, ids dropped; nothing known → no candidates. Acronyms
+   the corpus defines (`engine.acronyms`) add the other side of a named acronym or expansion
+   to the query's whole identifiers;
 2. ranks every chunk the filters allow (no filter: no mask at all) by BM25 over the chunk
    plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
    rest of its runbook too; the best `RECALL_LIMIT` chunks with a positive score are the
@@ -30,6 +32,7 @@ import numpy as np
 
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
+from lookup_knowledge.engine.acronyms import find_acronyms
 from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
@@ -138,6 +141,10 @@ class KnowledgeIndex:
             self._vocabulary.__contains__,
             self.lexicon.stopwords,
         )
+        self._acronyms = find_acronyms(
+            ("\n".join(f"{c.title}\n{c.content}" for c in d.chunks) for d in self.documents),
+            stopwords,
+        )
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
@@ -152,7 +159,7 @@ class KnowledgeIndex:
         return self._chunks[position]
 
     def read(self, query: str) -> ReadQuery:
-        return read_query(
+        read = read_query(
             query,
             self.lexicon,
             has_term=self._vocabulary.__contains__,
@@ -160,6 +167,8 @@ class KnowledgeIndex:
             nearest=self._neighbours.nearest,
             translate=self._translations,
         )
+        extra = self._acronyms.wholes(read, self._vocabulary.__contains__)
+        return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read
 
     def search(
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
