@@ -54,8 +54,8 @@ SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have 
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
 # The grading features, in the order of WEIGHTS (`features` builds them).
 FEATURES = ("support", "support_x_margin", "heading", "heading_coverage")
-WEIGHTS = (3.036, 10.829, 3.381, 6.211)
-BIAS = -3.222
+WEIGHTS = (2.746, 10.981, 3.188, 6.406)
+BIAS = -3.117
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
