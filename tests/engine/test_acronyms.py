@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lookup_knowledge.engine.acronyms import Acronyms, find_acronyms
+from lookup_knowledge.engine.acronyms import Acronyms, CorpusAcronyms, find_acronyms
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import Graded, KnowledgeIndex
 from lookup_knowledge.engine.lexicon import Lexicon
@@ -107,3 +107,25 @@ def test_a_query_naming_an_acronym_also_names_its_expansion(
     read = corpus(write_docs).read("HPA keeps flapping")
 
     assert set(HPA) <= set(read.wholes)
+
+
+def test_a_corpus_is_read_for_its_acronyms_once_and_a_failure_reaches_the_query() -> None:
+    reads: list[int] = []
+
+    def texts() -> list[str]:
+        reads.append(1)
+        return ["The Horizontal Pod Autoscaler (HPA) scales pods."]
+
+    acronyms = CorpusAcronyms(texts, STOPWORDS)
+
+    assert acronyms.get().expansion("hpa") == HPA
+    assert acronyms.get().expansion("hpa") == HPA
+    assert len(reads) == 1
+
+    def broken() -> list[str]:
+        raise OSError("unreadable")
+
+    failing = CorpusAcronyms(broken, STOPWORDS)
+    for _ in range(2):  # not cached as "no acronyms": every query sees the failure
+        with pytest.raises(OSError, match="unreadable"):
+            failing.get()

@@ -21,15 +21,24 @@ The other side is added to the query as a whole identifier is (`engine.index`): 
 at a discount and to the heading terms the query names, never to its coverage (`support`),
 so an acronym moves the runbook it titles up and names its heading, but cannot by itself make
 a question look answered.
+
+Reading a corpus for its acronyms is one regex scan of its text: about 20 ms for the bundled
+knowledge base, 0.2 s of CPU for 10,000 documents. As with the bilingual dictionary
+(`engine.bilingual`), it is done on a background thread a few seconds after the index is
+built, or by the first query, whichever comes first, so that it never slows the service's
+start and no answer depends on timing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 
 from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine.bilingual import LOAD_DELAY_S
 from lookup_knowledge.engine.query import Known, ReadQuery
 
 MAX_LETTERS = 5
@@ -76,6 +85,35 @@ class Acronyms:
         for token in tokens:
             found += [w for w in self.expansion(token) if w not in tokens]
         return tuple(w for w in dict.fromkeys(found) if has_term(w) and w not in read.wholes)
+
+
+class CorpusAcronyms:
+    """The acronyms of one corpus, found once: on a background thread `LOAD_DELAY_S` after
+    the index is built, or by the first query, whichever comes first."""
+
+    def __init__(self, texts: Callable[[], Iterable[str]], stopwords: frozenset[str]) -> None:
+        """`texts()`: the corpus's documents, one text each, in their original case."""
+        self._texts = texts
+        self._stopwords = stopwords
+        self._found: Acronyms | None = None
+        self._lock = threading.Lock()
+        timer = threading.Timer(LOAD_DELAY_S, self._prefetch)
+        timer.daemon = True
+        timer.start()
+
+    def get(self) -> Acronyms:
+        found = self._found
+        if found is not None:
+            return found
+        with self._lock:
+            if self._found is None:
+                self._found = find_acronyms(self._texts(), self._stopwords)
+            return self._found
+
+    def _prefetch(self) -> None:
+        # A failure here is raised again, to the caller, by the first query's own attempt.
+        with contextlib.suppress(Exception):
+            self.get()
 
 
 def find_acronyms(texts: Iterable[str], stopwords: frozenset[str]) -> Acronyms:

@@ -24,7 +24,7 @@ apart (for the heading grading features). A search:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
-from lookup_knowledge.engine.acronyms import find_acronyms
+from lookup_knowledge.engine.acronyms import CorpusAcronyms
 from lookup_knowledge.engine.bags import bags
 from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
@@ -141,10 +141,7 @@ class KnowledgeIndex:
             self._vocabulary.__contains__,
             self.lexicon.stopwords,
         )
-        self._acronyms = find_acronyms(
-            ("\n".join(f"{c.title}\n{c.content}" for c in d.chunks) for d in self.documents),
-            stopwords,
-        )
+        self._acronyms = CorpusAcronyms(self._document_texts, stopwords)
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
@@ -167,8 +164,13 @@ class KnowledgeIndex:
             nearest=self._neighbours.nearest,
             translate=self._translations,
         )
-        extra = self._acronyms.wholes(read, self._vocabulary.__contains__)
+        extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read
+
+    def _document_texts(self) -> Iterator[str]:
+        """Each document's text in its original case (for its acronyms)."""
+        for document in self.documents:
+            yield "\n".join(f"{c.title}\n{c.content}" for c in document.chunks)
 
     def search(
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
