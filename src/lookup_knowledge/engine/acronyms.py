@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -97,7 +98,9 @@ class CorpusAcronyms:
         self._stopwords = stopwords
         self._found: Acronyms | None = None
         self._lock = threading.Lock()
-        timer = threading.Timer(LOAD_DELAY_S, self._prefetch)
+        # The timer holds no strong reference: an index dropped before it fires (a test's,
+        # a benchmark's) is freed at once and never scanned.
+        timer = threading.Timer(LOAD_DELAY_S, _prefetch, (weakref.ref(self),))
         timer.daemon = True
         timer.start()
 
@@ -110,10 +113,14 @@ class CorpusAcronyms:
                 self._found = find_acronyms(self._texts(), self._stopwords)
             return self._found
 
-    def _prefetch(self) -> None:
-        # A failure here is raised again, to the caller, by the first query's own attempt.
-        with contextlib.suppress(Exception):
-            self.get()
+
+def _prefetch(reference: weakref.ref[CorpusAcronyms]) -> None:
+    acronyms = reference()
+    if acronyms is None:
+        return
+    # A failure here is raised again, to the caller, by the first query's own attempt.
+    with contextlib.suppress(Exception):
+        acronyms.get()
 
 
 def find_acronyms(texts: Iterable[str], stopwords: frozenset[str]) -> Acronyms:

@@ -23,6 +23,7 @@ apart (for the heading grading features). A search:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ class KnowledgeIndex:
             self._vocabulary.__contains__,
             self.lexicon.stopwords,
         )
-        self._acronyms = CorpusAcronyms(self._document_texts, stopwords)
+        self._acronyms = CorpusAcronyms(functools.partial(_texts, self.documents), stopwords)
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
@@ -166,11 +167,6 @@ class KnowledgeIndex:
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read
-
-    def _document_texts(self) -> Iterator[str]:
-        """Each document's text in its original case (for its acronyms)."""
-        for document in self.documents:
-            yield "\n".join(f"{c.title}\n{c.content}" for c in document.chunks)
 
     def search(
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
@@ -295,3 +291,9 @@ class KnowledgeIndex:
             dtype=bool,
         )
         return matching[self._chunk_doc]
+
+
+def _texts(documents: Sequence[Document]) -> Iterator[str]:
+    """Each document's text in its original case (for its acronyms)."""
+    for document in documents:
+        yield "\n".join(f"{c.title}\n{c.content}" for c in document.chunks)
