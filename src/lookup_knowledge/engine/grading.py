@@ -60,10 +60,16 @@ class Grader:
         read: ReadQuery,
         verbatim: Sequence[np.ndarray | None],
         weights: np.ndarray,
+        *,
+        bridges: bool = True,
     ) -> np.ndarray:
         """The feature matrix of `candidates` (chunk positions) with their `ranks`;
         `verbatim[i]`: which chunks hold concept i verbatim (None: see the postings);
-        `weights[i]`: its weight."""
+        `weights[i]`: its weight. `bridges`: count the thesaurus's bridge terms, each at
+        `scoring.BRIDGE_FACTOR` of what the concept's own forms count (the concept's coverage
+        and heading share, the term's heading coverage); without them a bridged concept is
+        an unknown one."""
+        factor = scoring.BRIDGE_FACTOR
         scope = scoring.scope_weight(weights.tolist())
         candidates = candidates.astype(np.int32)  # the postings' dtype (`Postings.holds`)
         docs = self._chunk_doc[candidates]
@@ -73,27 +79,35 @@ class Grader:
         heading_named = np.zeros(len(candidates))  # heading term weight the query names
         named: set[int] = set()
         for concept, where, weight in zip(read.concepts, verbatim, weights.tolist(), strict=True):
-            if concept.known is Known.UNKNOWN:
+            if concept.known is Known.UNKNOWN or (concept.known is Known.BRIDGED and not bridges):
                 continue
-            share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(concept, where, candidates) + (
-                scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs)
-            )
+            if concept.known is Known.BRIDGED:
+                share = np.zeros(len(candidates))
+                held = np.zeros(len(candidates), dtype=bool)
+            else:
+                share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(
+                    concept, where, candidates
+                ) + (scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs))
+                held = self._in_heading(concept, candidates, named, heading_named)
+            credit = (share > 0).astype(np.float64)
+            in_heading_credit = held.astype(np.float64)
+            if bridges and concept.bridges:
+                # A concept counts once: through its own forms, or else through its bridges.
+                via = Concept(concept.token, concept.bridges, Known.KNOWN)
+                bridged = (1 - scoring.DOCUMENT_SHARE) * self._holds(
+                    self._chunk_postings, via, candidates
+                ) + scoring.DOCUMENT_SHARE * self._holds(self._doc_postings, via, docs)
+                share = np.maximum(share, factor * bridged)
+                credit = np.maximum(credit, factor * (bridged > 0))
+                in_bridged_heading = np.zeros(len(candidates), dtype=bool)
+                for bridge in concept.bridges:
+                    in_bridged_heading |= self._heading_postings.holds(
+                        self._vocabulary[bridge], candidates
+                    )
+                in_heading_credit = np.maximum(in_heading_credit, factor * in_bridged_heading)
             covered += weight * share
-            heaviest = np.maximum(heaviest, weight * (share > 0))
-            if concept.known is Known.SUBSTRING:
-                texts = self._heading_texts
-                found = [concept.token in texts[c] for c in candidates.tolist()]
-                in_heading += weight * np.array(found, dtype=bool)
-                continue
-            held = np.zeros(len(candidates), dtype=bool)
-            for variant in concept.variants:
-                term = self._vocabulary[variant]
-                in_this = self._heading_postings.holds(term, candidates)
-                held |= in_this
-                if term not in named:
-                    named.add(term)
-                    heading_named += self._term_idf[term] * in_this
-            in_heading += weight * held
+            heaviest = np.maximum(heaviest, weight * credit)
+            in_heading += weight * in_heading_credit
         for whole in read.wholes:
             term = self._vocabulary[whole]
             if term not in named:
@@ -101,6 +115,16 @@ class Grader:
                 heading_named += self._term_idf[term] * self._heading_postings.holds(
                     term, candidates
                 )
+        if bridges:
+            for bridge in read.bridges:
+                number = self._vocabulary[bridge]
+                if number not in named:
+                    named.add(number)
+                    heading_named += (
+                        factor
+                        * self._term_idf[number]
+                        * self._heading_postings.holds(number, candidates)
+                    )
         heading_weight = self._heading_weight[candidates]
         return scoring.features(
             support=np.minimum(covered / scope, 1.0) - heaviest / scope,
@@ -113,6 +137,24 @@ class Grader:
                 where=heading_weight > 0,
             ),
         )
+
+    def _in_heading(
+        self, concept: Concept, candidates: np.ndarray, named: set[int], heading_named: np.ndarray
+    ) -> np.ndarray:
+        """Which candidates hold the concept in their heading path or tags; the heading terms
+        it names are added to `heading_named` (each term once: `named`)."""
+        if concept.known is Known.SUBSTRING:
+            texts = self._heading_texts
+            return np.array([concept.token in texts[c] for c in candidates.tolist()], dtype=bool)
+        held = np.zeros(len(candidates), dtype=bool)
+        for variant in concept.variants:
+            term = self._vocabulary[variant]
+            in_this = self._heading_postings.holds(term, candidates)
+            held |= in_this
+            if term not in named:
+                named.add(term)
+                heading_named += self._term_idf[term] * in_this
+        return held
 
     def _best_other(self, docs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         """Each candidate's best rank of a candidate of any other document."""

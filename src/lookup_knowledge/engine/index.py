@@ -50,6 +50,7 @@ RECALL_LIMIT = 200  # candidates graded per query; far more than any top_k a cal
 DOCUMENT_MIX = 0.3  # weight of the whole document's BM25 in a chunk's rank
 VARIANT_MAX = True
 WHOLE_FACTOR = 0.5  # weight of a whole identifier's BM25 next to its parts'
+BRIDGE_RANK_FACTOR = 0.5  # weight of a thesaurus bridge term's BM25 (docs/retrieval.md)
 
 
 class NoEvidenceBasis(StrEnum):
@@ -202,7 +203,8 @@ class KnowledgeIndex:
         weights = np.array(
             [self._weight(c, v) for c, v in zip(read.concepts, verbatim, strict=True)]
         )
-        rank = self._rank(read, verbatim)
+        own_rank = self._rank(read, verbatim)
+        rank = own_rank + self._bridge_rank(read) if read.bridges else own_rank
         if allowed is not None:
             rank[~allowed] = 0.0
         candidates = np.flatnonzero(rank > 0)
@@ -214,6 +216,31 @@ class KnowledgeIndex:
         ranks = rank[candidates]
         features = self._grader.features(candidates, ranks, read, verbatim, weights)
         quality = scoring.quality(features)
+        if read.bridges:
+            # The thesaurus lifts a grade at most to REFERENCE, and never lowers one: a hit
+            # keeps the grade the query's own words give it (its own rank, bridged concepts
+            # as unknown words), and the bridged grade above it is capped under PRECISE unless
+            # the own grade is PRECISE already.
+            own_weights = np.array(
+                [
+                    self._weight(Concept(c.token, (), Known.UNKNOWN), None)
+                    if c.known is Known.BRIDGED
+                    else w
+                    for c, w in zip(read.concepts, weights.tolist(), strict=True)
+                ]
+            )
+            own = scoring.quality(
+                self._grader.features(
+                    candidates,
+                    own_rank[candidates],
+                    read,
+                    verbatim,
+                    own_weights,
+                    bridges=False,
+                )
+            )
+            capped = np.minimum(quality, scoring.BRIDGED_CAP)
+            quality = np.maximum(own, np.where(own >= scoring.PRECISE_THRESHOLD, quality, capped))
         order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
         return Graded(candidates, ranks, features, quality, order)
 
@@ -239,7 +266,7 @@ class KnowledgeIndex:
             if verbatim is not None
             else max(
                 int(self._chunk_postings.document_frequency[self._vocabulary[v]])
-                for v in concept.variants
+                for v in (concept.variants or concept.bridges)
             )
         )
         factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
@@ -276,6 +303,14 @@ class KnowledgeIndex:
             docs += best_docs
         for whole in read.wholes:
             self._add(chunks, docs, self._vocabulary[whole], WHOLE_FACTOR)
+        return chunks + DOCUMENT_MIX * docs[self._chunk_doc]
+
+    def _bridge_rank(self, read: ReadQuery) -> np.ndarray:
+        """What the thesaurus's bridge terms add to each chunk's rank."""
+        chunks = np.zeros(len(self._chunks), dtype=np.float64)
+        docs = np.zeros(len(self.documents), dtype=np.float64)
+        for bridge in read.bridges:
+            self._add(chunks, docs, self._vocabulary[bridge], BRIDGE_RANK_FACTOR)
         return chunks + DOCUMENT_MIX * docs[self._chunk_doc]
 
     def _add(self, chunks: np.ndarray, docs: np.ndarray, term: int, factor: float) -> None:

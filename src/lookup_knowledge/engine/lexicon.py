@@ -1,12 +1,15 @@
-"""Stopwords and the Chinese↔English glossary: data files shipped with the package, plus a
-deployment's own.
+"""Stopwords, the Chinese↔English glossary and the ops thesaurus: data files shipped with the
+package, plus a deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
-`glossary.txt`). A deployment that indexes its own folder (`PYRAG_DOCS_DIR`) extends them with
-files in that folder's `.lexicon/` subfolder (never indexed: the engine skips dot-folders):
+`glossary.txt`, `thesaurus.txt`). A deployment that indexes its own folder (`PYRAG_DOCS_DIR`)
+extends them with files in that folder's `.lexicon/` subfolder (never indexed: the engine
+skips dot-folders):
 
 * `.lexicon/stopwords.txt` — more stopwords, whitespace-separated;
-* `.lexicon/glossary.txt` — more equivalence groups, one per line.
+* `.lexicon/glossary.txt` — more equivalence groups, one per line;
+* `.lexicon/thesaurus.txt` — more thesaurus lines (`lay words, more lay words = technical
+  term, other term`).
 
 In every file `#` starts a comment. Stopwords are function words and fillers: a query is
 about its content words. Glossary groups say which words mean the same thing across
@@ -14,11 +17,24 @@ languages (`内存 memory`); a query term counts as covered when a chunk holds i
 equivalents, and recall looks for all of them. An entry is read the way a query is (stemmed,
 lowercased); an entry that is not one query token could never match one and is reported by
 `unusable_entries` (a test keeps the shipped glossary free of them).
+
+The thesaurus is not a set of equivalences but a one-way bridge from how people describe an
+operations problem to the words the documents use: `node agent = kubelet`, `挂掉 = crash,
+退出`. A line's left side lists lay expressions (`,`-separated), its right side the technical
+terms they stand for. A Latin expression matches a query that says its words in order, with
+at most `GAP` other words between them (read as a query's words are: stemmed, stopwords
+dropped); a Chinese one matches a query that holds it verbatim (a segmenter cuts colloquial
+phrases unpredictably). An expression of several words that reads as one (`not scheduled` →
+`schedul`: negations and function words are stopwords) would match far more than it says,
+and is unusable. How a match counts is `engine.query`'s and `engine.index`'s business
+(docs/retrieval.md#an-ops-thesaurus).
 """
 
 from __future__ import annotations
 
 import importlib.resources
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +43,10 @@ from lookup_knowledge.engine import tokenize
 LEXICON_DIR = ".lexicon"
 STOPWORD_FILES = ("stopwords-en.txt", "stopwords-zh.txt")
 GLOSSARY_FILE = "glossary.txt"
+THESAURUS_FILE = "thesaurus.txt"
 DEPLOYMENT_STOPWORDS = "stopwords.txt"
+GAP = 2  # other tokens a query may put between the words of a lay expression
+_LATIN_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
 
 
 def _read_shipped(name: str) -> str:
@@ -49,21 +68,73 @@ def _lines(text: str) -> list[list[str]]:
 
 
 @dataclass(frozen=True, slots=True)
+class Bridge:
+    """One lay expression of a thesaurus line and the technical terms it stands for."""
+
+    words: tuple[str, ...]  # the expression's query tokens (Latin), in order
+    verbatim: str  # the normalized expression, when it is Chinese: found in the query's text
+    terms: tuple[str, ...]  # the query tokens of the line's technical side
+
+    def matches(self, sequence: Sequence[str], text: str) -> bool:
+        """Whether a query says this expression: its words in order in the query's `sequence`
+        of tokens, at most `GAP` other tokens between them in all ("disk attached to our
+        statefulset"), or (Chinese) verbatim in its normalized, space-free `text`."""
+        if self.verbatim:
+            return self.verbatim in text
+        words = self.words
+        for start, token in enumerate(sequence):
+            if token != words[0]:
+                continue
+            place, reach = start, start + len(words) + GAP
+            for word in words[1:]:
+                try:
+                    place = sequence.index(word, place + 1, reach)
+                except ValueError:
+                    break
+            else:
+                return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
 class Lexicon:
     stopwords: frozenset[str]
     groups: tuple[tuple[str, ...], ...]
+    bridges: tuple[Bridge, ...] = ()
+    unusable_bridges: tuple[str, ...] = ()  # thesaurus lines or expressions that cannot match
     sources: tuple[str, ...] = ()  # the deployment files that were read, for the log
-    _table: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
+    # by their first word and the Chinese ones (what `said` looks through).
+    _table: dict[str, frozenset[str]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    _by_first: dict[str, list[Bridge]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    _verbatim: list[Bridge] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._table.update(self._build_table())
+        for bridge in self.bridges:
+            if bridge.verbatim:
+                self._verbatim.append(bridge)
+            else:
+                self._by_first.setdefault(bridge.words[0], []).append(bridge)
 
     @classmethod
     def load(cls, docs_dir: Path | None = None) -> Lexicon:
         """The shipped lists, extended by `docs_dir/.lexicon/` when it exists."""
         stop_text = [_read_shipped(name) for name in STOPWORD_FILES]
         glossary_text = [_read_shipped(GLOSSARY_FILE)]
+        thesaurus_text = [_read_shipped(THESAURUS_FILE)]
         sources: list[str] = []
         if docs_dir is not None:
             extra = Path(docs_dir) / LEXICON_DIR
-            for name, bucket in ((DEPLOYMENT_STOPWORDS, stop_text), (GLOSSARY_FILE, glossary_text)):
+            for name, bucket in (
+                (DEPLOYMENT_STOPWORDS, stop_text),
+                (GLOSSARY_FILE, glossary_text),
+                (THESAURUS_FILE, thesaurus_text),
+            ):
                 path = extra / name
                 if path.is_file():
                     bucket.append(path.read_text(encoding="utf-8"))
@@ -72,9 +143,16 @@ class Lexicon:
             tokenize.normalize(w) for text in stop_text for row in _lines(text) for w in row
         )
         groups = tuple(tuple(row) for text in glossary_text for row in _lines(text) if len(row) > 1)
-        lexicon = cls(stopwords, groups, tuple(sources))
-        lexicon._table.update(lexicon._build_table())
-        return lexicon
+        bridges: list[Bridge] = []
+        unusable: list[str] = []
+        for text in thesaurus_text:
+            for line in text.splitlines():
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    found, bad = _bridges(line, stopwords)
+                    bridges.extend(found)
+                    unusable.extend(bad)
+        return cls(stopwords, groups, tuple(bridges), tuple(unusable), tuple(sources))
 
     def _build_table(self) -> dict[str, frozenset[str]]:
         table: dict[str, set[str]] = {}
@@ -93,8 +171,59 @@ class Lexicon:
         """The term and every glossary equivalent of it (one step, not transitive)."""
         return self._table.get(term, frozenset((term,)))
 
+    def said(self, sequence: Sequence[str], text: str) -> list[Bridge]:
+        """The bridges whose lay expression a query says (`Bridge.matches`), in file order
+        within each script: `sequence` its tokens in order, `text` normalized without spaces."""
+        found = [
+            bridge
+            for token in dict.fromkeys(sequence)
+            for bridge in self._by_first.get(token, ())
+            if bridge.matches(sequence, text)
+        ]
+        if self._verbatim and tokenize.has_cjk(text):
+            found += [b for b in self._verbatim if b.verbatim in text]
+        return found
+
     def unusable_entries(self) -> list[str]:
         return [w for words in self.groups for w in words if self.entry_token(w) is None]
 
     def glossary_tokens(self) -> frozenset[str]:
         return frozenset(self._table)
+
+
+def _bridges(line: str, stopwords: frozenset[str]) -> tuple[list[Bridge], list[str]]:
+    """The bridges of one thesaurus line (`lay, lay = term, term`), and what in it is unusable:
+    the whole line without `=` or a technical term, else each lay expression that is neither
+    Chinese nor a word, or whose several words read as one."""
+    lay, sep, technical = line.partition("=")
+    expressions = technical.split(",")
+    terms = tuple(dict.fromkeys(t for e in expressions for t in _terms(e, stopwords)))
+    if not sep or not terms:
+        return [], [line]
+    out, unusable = [], []
+    for expression in (e.strip() for e in lay.split(",")):
+        normalized = "".join(tokenize.normalize(expression).split())
+        if normalized and tokenize.is_cjk_word(normalized):
+            out.append(Bridge((), normalized, terms))
+            continue
+        words = tuple(
+            dict.fromkeys(
+                t.text
+                for t in tokenize.tokens(expression, stopwords, search_mode=False)
+                if not t.whole
+            )
+        )
+        written = len(_LATIN_WORD.findall(expression))
+        if not words or (written > 1 and len(words) < 2):
+            unusable.append(expression)
+            continue
+        out.append(Bridge(words, "", terms))
+    return out, unusable
+
+
+def _terms(expression: str, stopwords: frozenset[str]) -> list[str]:
+    """The corpus terms a technical expression names: an identifier as a whole (`kube-proxy`,
+    `PersistentVolume`), not its parts, which other topics share; else its words."""
+    found = list(tokenize.tokens(expression, stopwords, search_mode=False))
+    wholes = [t.text for t in found if t.whole]
+    return wholes or [t.text for t in found]

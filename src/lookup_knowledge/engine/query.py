@@ -20,6 +20,16 @@ A Chinese word the corpus does not know is first re-read by jieba's dictionary a
 sometimes glues a function character onto a word: `有大` → `大`). Whole identifiers
 (`kube-proxy`, `kubepodcrashlooping`) that the corpus holds add to the ranking, never to the
 coverage: their parts are concepts of their own.
+
+A lay expression of the ops thesaurus (`engine.lexicon`) that the query says (`node agent`,
+`挂掉`) **bridges** the concepts it is made of to the technical terms it stands for
+(`kubelet`; `crash`, `退出`), those the corpus holds and the query does not already name:
+a chunk holding a bridge term covers the concept at a discount (`engine.grading`), and the
+terms add to the rank at a discount (`engine.index`). A concept the corpus does not know
+otherwise is **bridged**: it weighs what its most common bridge term weighs. An expression
+whose words are no concept of the query (`起不来`: stopwords to the segmenter) becomes a
+bridged concept of its own. A query of bridged concepts alone has no candidates, as one of
+typos alone: the thesaurus guesses, it does not find.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ class Known(StrEnum):
     KNOWN = "known"
     SUBSTRING = "substring"  # a CJK word found verbatim in chunk text, not as a token
     TYPO = "typo"
+    BRIDGED = "bridged"  # known only through the thesaurus's technical terms
     UNKNOWN = "unknown"
 
 
@@ -48,12 +59,18 @@ class Concept:
     token: str
     variants: tuple[str, ...]  # corpus terms that cover it (empty for substring/unknown)
     known: Known
+    bridges: tuple[str, ...] = ()  # corpus terms the thesaurus says it stands for
 
 
 @dataclass(frozen=True, slots=True)
 class ReadQuery:
     concepts: tuple[Concept, ...]
     wholes: tuple[str, ...]  # whole identifiers the corpus holds
+
+    @property
+    def bridges(self) -> tuple[str, ...]:
+        """Every bridge term of the query's concepts, once."""
+        return tuple(dict.fromkeys(b for c in self.concepts for b in c.bridges))
 
     @property
     def empty(self) -> bool:
@@ -83,7 +100,8 @@ def read_query(
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
-    for token in _tokens(text, lexicon, held, in_text):
+    read = _tokens(text, lexicon, held, in_text)
+    for token in read:
         if token.whole:
             if has_term(token.text) and token.text not in wholes:
                 wholes.append(token.text)
@@ -93,7 +111,41 @@ def read_query(
         concept = _concept(token, lexicon, held, in_text, nearest)
         if concept is not None:
             concepts[token.text] = concept
+    if lexicon.bridges:
+        sequence = [t.text for t in read if not t.whole]
+        _bridge(concepts, sequence, tokenize.normalize(text), lexicon, has_term)
     return ReadQuery(tuple(concepts.values()), tuple(wholes))
+
+
+def _bridge(
+    concepts: dict[str, Concept],
+    sequence: list[str],
+    text: str,
+    lexicon: Lexicon,
+    has_term: Callable[[str], bool],
+) -> None:
+    """Add the thesaurus's bridge terms to the concepts of the lay expressions the query says
+    (`sequence`: its tokens in order; `text`: normalized), but for terms it names itself."""
+    compact = "".join(text.split())
+    own = {v for c in concepts.values() for v in c.variants}
+    for bridge in lexicon.said(sequence, compact):
+        terms = [t for t in bridge.terms if t not in own and has_term(t)]
+        if not terms:
+            continue
+        if bridge.verbatim:
+            words = [w for w in concepts if w in bridge.verbatim or bridge.verbatim in w]
+        else:
+            words = list(bridge.words)
+        if not words:  # its words are stopwords to the segmenter: a concept of its own
+            words = [bridge.verbatim]
+            concepts[bridge.verbatim] = Concept(bridge.verbatim, (), Known.BRIDGED)
+        for word in words:
+            concept = concepts[word]
+            new = tuple(t for t in terms if t not in concept.bridges)
+            if not new:
+                continue
+            known = Known.BRIDGED if concept.known is Known.UNKNOWN else concept.known
+            concepts[word] = Concept(concept.token, concept.variants, known, concept.bridges + new)
 
 
 @dataclass(frozen=True, slots=True)

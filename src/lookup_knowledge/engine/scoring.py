@@ -58,6 +58,8 @@ WEIGHTS = (2.746, 10.981, 3.188, 6.406)
 BIAS = -3.117
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
+BRIDGE_FACTOR = 0.7  # coverage a thesaurus bridge term gives a concept, of its weight
+BRIDGED_CAP = 0.7499  # the most a grade lifted by the thesaurus alone can be: REFERENCE
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
 
 

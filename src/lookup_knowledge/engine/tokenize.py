@@ -89,6 +89,10 @@ def is_cjk_word(token: str) -> bool:
     return _CJK_WORD.fullmatch(token) is not None
 
 
+def has_cjk(text: str) -> bool:
+    return _CJK_WORD.search(text) is not None
+
+
 def has_digit(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
