@@ -157,3 +157,24 @@ async def test_health_reports_the_size_of_the_index(client: httpx.AsyncClient) -
 def test_a_missing_docs_dir_fails_at_build_time(tmp_path: Path) -> None:
     with pytest.raises(KnowledgeBaseError, match="does not exist"):
         create_engine_app(tmp_path / "nope")
+
+
+async def test_the_app_reads_the_lexicon_files_of_its_docs_folder(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / ".lexicon").mkdir(parents=True)
+    (docs / "frob.md").write_text(
+        "# Frobnicator stalls\n\nThe frobnicator stalls when its queue is full.\n", "utf-8"
+    )
+    (docs / "other.md").write_text("# Widget colours\n\nWidgets come in colours.\n", "utf-8")
+    (docs / ".lexicon" / "glossary.txt").write_text("磨盘 frobnicator\n", "utf-8")
+    (docs / ".lexicon" / "thesaurus.txt").write_text("widget grinder = frobnicator\n", "utf-8")
+    app = create_engine_app(docs)
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://engine"
+    ) as client:
+        glossary = await _search(client, query="磨盘 stalls")
+        thesaurus = await _search(client, query="the widget grinder stalls")
+
+    assert glossary["hits"][0]["source"] == "frob.md"
+    assert thesaurus["hits"][0]["source"] == "frob.md"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis, SearchResult
+from lookup_knowledge.engine.lexicon import Lexicon
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,16 @@ class CategoriesResponse(BaseModel):
 def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
     """Index `docs_dir` (default: the bundled KB) now and return the py-rag v1 app."""
     started = time.perf_counter()
-    index = KnowledgeIndex(load_documents(docs_dir))
+    # A deployment's own folder may extend the stopwords, glossary and thesaurus (.lexicon/).
+    lexicon = Lexicon.load(docs_dir)
+    index = KnowledgeIndex(load_documents(docs_dir), lexicon)
+    if lexicon.sources:
+        logger.info("lexicon extended by %s", ", ".join(lexicon.sources))
+    if lexicon.unusable_bridges:
+        logger.warning(
+            "thesaurus expressions that can never match, ignored: %s",
+            "; ".join(lexicon.unusable_bridges),
+        )
     logger.info(
         "py-rag engine ready: %d documents, %d chunks from %s in %.0f ms",
         len(index.documents),
