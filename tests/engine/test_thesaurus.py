@@ -154,3 +154,22 @@ def test_a_deployment_extends_the_thesaurus_next_to_its_docs(
     assert index.search("the widget grinder stalls", top_k=3).hits[0].chunk.source == "frob.md"
     read = {c.token: c for c in index.read("磨盘 stalls").concepts}
     assert read["磨盘"].bridges == ("frobnic",) and read["磨盘"].known is Known.BRIDGED
+
+
+def test_an_expression_with_a_word_the_corpus_drops_as_an_id_still_bridges(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "oom.md": "# OOMKilled\n\nThe container was OOM killed: its memory limit is too low.\n",
+            "disk.md": RUNBOOKS["disk.md"],
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs), LEXICON)
+
+    # `137` is unknown here, so no concept ("exit code 137 = 137, oom, kill").
+    read = {c.token: c for c in index.read("container exit code 137 again").concepts}
+    hits = index.search("container exit code 137 again", top_k=3).hits
+
+    assert "137" not in read and "oom" in read["exit"].bridges
+    assert hits[0].chunk.source == "oom.md"

@@ -134,11 +134,12 @@ def _bridge(
             continue
         if bridge.verbatim:
             words = [w for w in concepts if w in bridge.verbatim or bridge.verbatim in w]
-        else:
-            words = list(bridge.words)
-        if not words:  # its words are stopwords to the segmenter: a concept of its own
-            words = [bridge.verbatim]
-            concepts[bridge.verbatim] = Concept(bridge.verbatim, (), Known.BRIDGED)
+        else:  # an id among its words (`137` a corpus lacks) is no concept
+            words = [w for w in bridge.words if w in concepts]
+        if not words:  # its words are stopwords or ids to this corpus: a concept of its own
+            name = bridge.verbatim or " ".join(bridge.words)
+            words = [name]
+            concepts.setdefault(name, Concept(name, (), Known.BRIDGED))
         for word in words:
             concept = concepts[word]
             new = tuple(t for t in terms if t not in concept.bridges)
