@@ -202,9 +202,11 @@ def create_app(
         observer=metrics,
     )
     # From the outside in (each add wraps the ones before): request id and metrics, the body
-    # cap, admission, then HEAD served as GET — so a slow body never holds a lookup slot, and a
-    # refused lookup costs no validation. Lookups arrive by POST /lookup_knowledge and as MCP
-    # tool calls on /mcp: one limit for both.
+    # cap, admission, HEAD served as GET, then the lookup's fast path — so a slow body never
+    # holds a lookup slot, and a refused lookup costs no validation. Lookups arrive by POST
+    # /lookup_knowledge and as MCP tool calls on /mcp: one limit for both.
+    # Innermost: a plainly valid lookup is served without FastAPI's routing (api/lookup.py).
+    app.add_middleware(lookup.LookupFastPath)
     app.add_middleware(HeadAsGetMiddleware, exclude=frozenset({MCP_PATH}))
     app.add_middleware(
         AdmissionMiddleware,

@@ -49,7 +49,8 @@ def tokens_for(settings: Settings, role: Role) -> tuple[str, ...]:
     return settings.lookup_tokens if role is Role.LOOKUP else settings.ledger_tokens
 
 
-def _matches(presented: str, tokens: tuple[str, ...]) -> bool:
+def token_matches(presented: str, tokens: tuple[str, ...]) -> bool:
+    """Whether `presented` is one of `tokens`; compares with every one, in constant time."""
     given = presented.encode()
     found = False
     for token in tokens:
@@ -63,7 +64,19 @@ def bearer_token(request: Request) -> str | None:
     Only SP and HTAB are whitespace (around the value; only SP after the scheme), and the
     token is a b64token: `Bearer <token>\xa0` is not that token.
     """
-    match = _BEARER.fullmatch(request.headers.get("authorization", "").strip(" \t"))
+    return _bearer(request.headers.get("authorization", ""))
+
+
+def bearer_token_from(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """`bearer_token` of an ASGI scope's raw headers (the first Authorization, as there)."""
+    for name, value in headers:
+        if name == b"authorization":
+            return _bearer(value.decode("latin-1"))
+    return None
+
+
+def _bearer(value: str) -> str | None:
+    match = _BEARER.fullmatch(value.strip(" \t"))
     return match.group(1) if match else None
 
 
@@ -74,10 +87,10 @@ def authorize(settings: Settings, role: Role, presented: str | None) -> None:
         return
     if presented is None:
         raise Unauthorized(f"a bearer token of the {role} role is required")
-    if _matches(presented, allowed):
+    if token_matches(presented, allowed):
         return
     other = Role.LEDGER if role is Role.LOOKUP else Role.LOOKUP
-    if _matches(presented, tokens_for(settings, other)):
+    if token_matches(presented, tokens_for(settings, other)):
         raise Forbidden(f"this token is not valid for the {role} role")
     raise Unauthorized("the bearer token is not valid")
 

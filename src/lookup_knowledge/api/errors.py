@@ -43,6 +43,10 @@ def envelope(
 
 async def _domain_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LookupKnowledgeError)
+    return domain_error_response(exc)
+
+
+def domain_error_response(exc: LookupKnowledgeError) -> JSONResponse:
     if exc.status_code >= 500:
         log.warning("lookup failed: %s %s", exc.code, exc.message)
     return envelope(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
