@@ -13,9 +13,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+import uvloop
+from redis.asyncio.connection import Connection as RedisPyConnection
 from redis.crc import key_slot
 
 from lookup_knowledge.adapters.ledger_memory import MemoryLedger
@@ -26,8 +29,10 @@ from lookup_knowledge.adapters.ledger_redis import (
     entry_key,
     run_index_key,
 )
+from lookup_knowledge.adapters.ledger_redis_lean import Endpoint, pack
 from lookup_knowledge.domain.errors import LedgerUnavailable, NotFound, Overloaded
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
+from redis_servers import redis_server
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/11"
 TTL_S = 3600
@@ -690,3 +695,184 @@ async def test_the_memory_ledger_sweeps_expired_entries_of_other_runs() -> None:
     await ledger.claim("run-new", CALL, query_sha256=QUERY_SHA, token="t")
 
     assert list(ledger._runs) == ["run-new"]
+
+
+# The lookup's transitions on a standalone Redis go over ledger_redis_lean.py.
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("redis://127.0.0.1:6380/2", Endpoint("127.0.0.1", 6380, 2, None, None)),
+        ("redis://localhost", Endpoint("localhost", 6379, 0, None, None)),
+        ("redis://:p%40ss@h:1/0", Endpoint("h", 1, 0, None, "p@ss")),
+        ("redis://me:pw@h:1", Endpoint("h", 1, 0, "me", "pw")),
+        ("rediss://h:1/0", None),  # TLS stays with redis-py
+        ("unix:///tmp/redis.sock", None),
+        ("redis://h:1/0?health_check_interval=2", None),
+        ("redis://h:1/zero", None),
+    ],
+)
+def test_only_plain_redis_urls_take_the_lean_path(url: str, expected: Endpoint | None) -> None:
+    assert Endpoint.from_url(url) == expected
+
+
+def test_commands_are_packed_as_redis_py_packs_them() -> None:
+    parts: list[str | bytes | int] = ["EVALSHA", b"ab", 2, "k{é}", b"\x00\r\n", -5, 0, ""]
+    connection = RedisPyConnection()
+    assert pack(parts) == b"".join(connection.pack_command(*parts))
+
+
+@pytest.mark.redis
+async def test_a_cancelled_transition_leaves_no_reply_for_the_next_one(
+    redis_ledger: RedisLedger, redis_url: str
+) -> None:
+    await _ready(redis_ledger, call="call_warm")  # the server now knows the scripts
+    async with slow_answers(redis_url, delay_s=0.3) as slow_url:
+        ledger = RedisLedger.from_url(
+            slow_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S, max_connections=1
+        )
+        try:
+            claim = asyncio.ensure_future(_claim(ledger))
+            await asyncio.sleep(0.1)  # the claim is sent; its answer is held
+            claim.cancel()
+            with suppress(asyncio.CancelledError):
+                await claim
+            # Had the connection been reused, this would read the claim's late answer (nil).
+            assert await _complete(ledger) is True
+        finally:
+            await ledger.aclose()
+    assert (await redis_ledger.get(RUN, CALL)) == _entry_ready()
+
+
+def _entry_ready() -> LedgerEntry:
+    return LedgerEntry(
+        run_id=RUN,
+        tool_call_id=CALL,
+        tool_name="lookup_knowledge",
+        status=LedgerStatus.READY,
+        query_sha256=QUERY_SHA,
+        created_at=ANY_TIME,
+        evidence_status="EVIDENCE_FOUND",
+        body=BODY,
+        result_sha256=sha256_hex(BODY),
+        error=None,
+    )
+
+
+class _AnyTime(str):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.endswith("Z")
+
+    __hash__ = str.__hash__
+
+
+ANY_TIME = _AnyTime("any")
+
+
+@pytest.mark.redis
+async def test_a_connection_the_server_closed_is_not_used_again(
+    redis_ledger: RedisLedger, redis_client: aioredis.Redis
+) -> None:
+    assert await _claim(redis_ledger) is None
+    await redis_client.client_kill_filter(_type="normal", skipme=True)
+    await asyncio.sleep(0.05)
+    assert await _complete(redis_ledger) is True
+
+
+@pytest.mark.redis
+async def test_the_lean_path_logs_in_and_selects_the_database(tmp_path: Path) -> None:
+    with redis_server(tmp_path) as url:
+        admin = aioredis.Redis.from_url(url)
+        try:
+            await admin.execute_command("ACL", "SETUSER", "lk", "on", ">pw-1", "~*", "+@all")
+            await admin.config_set("requirepass", "secret-1")
+            base = url.removeprefix("redis://").rsplit("/", 1)[0]
+            for login, db in (("lk:pw-1", 3), (":secret-1", 5)):
+                ledger = RedisLedger.from_url(
+                    f"redis://{login}@{base}/{db}", ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S
+                )
+                try:
+                    assert await _claim(ledger) is None
+                    assert await _complete(ledger) is True
+                finally:
+                    await ledger.aclose()
+                reader = aioredis.Redis.from_url(f"redis://{login}@{base}/{db}")
+                try:
+                    assert await reader.hget(entry_key(RUN, CALL), "body") == BODY
+                finally:
+                    await reader.aclose()
+            wrong = RedisLedger.from_url(
+                f"redis://:wrong@{base}/0", ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S
+            )
+            try:
+                with pytest.raises(LedgerUnavailable):
+                    await _claim(wrong)
+            finally:
+                await wrong.aclose()
+        finally:
+            # The fixture stops the server with an unauthenticated SHUTDOWN: lift the password
+            # (admin's connection logged in before it was set, and stays logged in).
+            await admin.config_set("requirepass", "")
+            await admin.aclose()
+
+
+@asynccontextmanager
+async def drops_first_script(redis_url: str) -> AsyncIterator[str]:
+    """A TCP proxy to Redis that closes its first connection on that connection's first
+    script (EVALSHA) without passing it on; everything else passes."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    connections = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        first = connections == 1
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+
+        async def requests() -> None:
+            while chunk := await reader.read(65536):
+                if first and b"EVALSHA" in chunk:
+                    writer.close()
+                    up_writer.close()
+                    return
+                up_writer.write(chunk)
+                await up_writer.drain()
+
+        async def answers() -> None:
+            while chunk := await up_reader.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+
+        with suppress(OSError, asyncio.CancelledError):
+            await asyncio.gather(requests(), answers())
+        writer.close()
+        up_writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        yield f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0"
+        server.close()
+
+
+@pytest.mark.redis
+async def test_a_transition_whose_connection_drops_is_sent_once_more(redis_url: str) -> None:
+    async with drops_first_script(redis_url) as dropping_url:
+        ledger = RedisLedger.from_url(dropping_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+        try:
+            assert await _claim(ledger) is None
+            assert await _complete(ledger) is True
+        finally:
+            await ledger.aclose()
+
+
+@pytest.mark.redis
+def test_the_lean_path_runs_on_uvloop_as_served(redis_url: str) -> None:
+    async def transitions() -> tuple[LedgerEntry | None, bool]:
+        ledger = RedisLedger.from_url(redis_url, ttl_s=TTL_S, pending_ttl_s=PENDING_TTL_S)
+        try:
+            return await _claim(ledger, call="call_uv"), await _complete(ledger, call="call_uv")
+        finally:
+            await ledger.aclose()
+
+    assert uvloop.run(transitions()) == (None, True)

@@ -83,6 +83,9 @@ async def test_twenty_citations_across_ten_calls_cost_one_redis_round_trip(
             for call in calls:
                 keys = [f"{call}#chunk-1", f"{call}#chunk-2"]
                 assert (await guard.lookup(RUN, call, keys)).status_code == 200
+            # The reads' client connects now: on a standalone Redis the lookups' scripts went
+            # over the lean client (adapters/ledger_redis_lean.py), not redis-py's pool.
+            await ledger.ping()
             if not cluster:
                 await admin.config_resetstat()
 

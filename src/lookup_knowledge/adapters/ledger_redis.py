@@ -23,12 +23,14 @@ from typing import Any, Self, cast
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import MaxConnectionsError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from lookup_knowledge.adapters import ledger_redis_scripts as scripts
+from lookup_knowledge.adapters.ledger_redis_lean import LeanScripts, Script
 from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, NotFound, Overloaded
 from lookup_knowledge.domain.ledger import (
     TOOL_NAME,
@@ -91,9 +93,16 @@ class RedisLedger:
     """The deployed ledger backend; one pooled client, opened and closed by the lifespan."""
 
     def __init__(
-        self, client: aioredis.Redis | aioredis.RedisCluster, *, ttl_s: int, pending_ttl_s: int
+        self,
+        client: aioredis.Redis | aioredis.RedisCluster,
+        *,
+        ttl_s: int,
+        pending_ttl_s: int,
+        lean: LeanScripts | None = None,
     ) -> None:
         self._client = client
+        # The transitions of a lookup on a standalone Redis (ledger_redis_lean.py).
+        self._lean = lean
         # A cluster client discovers its nodes on first use; concurrent first uses race inside
         # redis-py and drop connections, so the first caller initialises it alone.
         self._cluster_ready = not isinstance(client, aioredis.RedisCluster)
@@ -104,6 +113,9 @@ class RedisLedger:
         self._complete = client.register_script(scripts.COMPLETE)
         self._fail = client.register_script(scripts.FAIL)
         self._page = client.register_script(scripts.PAGE)
+        self._lean_claim = Script.of(scripts.CLAIM)
+        self._lean_complete = Script.of(scripts.COMPLETE)
+        self._lean_fail = Script.of(scripts.FAIL)
 
     @classmethod
     def from_url(
@@ -133,15 +145,25 @@ class RedisLedger:
             "max_connections": max_connections,
         }
         client: aioredis.Redis | aioredis.RedisCluster
+        lean = None
         if cluster:
             client = aioredis.RedisCluster.from_url(url, **options)
         else:
             pool = aioredis.BlockingConnectionPool.from_url(url, timeout=pool_timeout_s, **options)
             client = aioredis.Redis.from_pool(pool)  # the client owns the pool and closes it
-        return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s)
+            lean = LeanScripts.for_url(
+                url,
+                connect_timeout_s=connect_timeout_s,
+                socket_timeout_s=socket_timeout_s,
+                pool_timeout_s=pool_timeout_s,
+                max_connections=max_connections,
+            )
+        return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s, lean=lean)
 
     async def aclose(self) -> None:
         """Close the client and its pool."""
+        if self._lean is not None:
+            await self._lean.aclose()
         await self._client.aclose()
 
     async def claim(
@@ -151,8 +173,9 @@ class RedisLedger:
         args = [*_head(run_id, tool_call_id, token, query_sha256), self._pending_ttl_ms, _score()]
         try:
             with _store_errors("claim"):
-                await self._ready()
-                reply = await self._claim(keys=self._keys(run_id, tool_call_id), args=args)
+                reply = await self._transition(
+                    self._lean_claim, self._claim, self._keys(run_id, tool_call_id), args
+                )
         except LedgerUnavailable as exc:
             if isinstance(exc.__cause__, RedisTimeoutError):
                 # The script may have run with its answer lost: release the claim it may have
@@ -190,8 +213,9 @@ class RedisLedger:
             _score(),
         ]
         with _store_errors("complete"):
-            await self._ready()
-            reply = await self._complete(keys=self._keys(run_id, tool_call_id), args=args)
+            reply = await self._transition(
+                self._lean_complete, self._complete, self._keys(run_id, tool_call_id), args
+            )
         return bool(reply == 1)
 
     async def fail(
@@ -205,8 +229,9 @@ class RedisLedger:
             _score(),
         ]
         with _store_errors("fail"):
-            await self._ready()
-            reply = await self._fail(keys=self._keys(run_id, tool_call_id), args=args)
+            reply = await self._transition(
+                self._lean_fail, self._fail, self._keys(run_id, tool_call_id), args
+            )
         return bool(reply == 1)
 
     async def get(self, run_id: str, tool_call_id: str) -> LedgerEntry | None:
@@ -275,6 +300,18 @@ class RedisLedger:
             if fields:
                 found[tool_call_id] = _entry(fields)
         return found
+
+    async def _transition(
+        self,
+        lean_script: Script,
+        script: AsyncScript,
+        keys: list[str],
+        args: list[EncodableT],
+    ) -> Any:
+        if self._lean is not None:
+            return await self._lean.run(lean_script, keys, cast(list[str | bytes | int], args))
+        await self._ready()
+        return await script(keys=keys, args=args)
 
     async def _ready(self) -> None:
         if self._cluster_ready:
