@@ -2,6 +2,7 @@
 
     python benchmarks/side_by_side.py                       # 3 reps of 8 s, engine table too
     python benchmarks/side_by_side.py --reps 1 --seconds 5 --scale ''    # quick look
+    python benchmarks/side_by_side.py --env PYTHONPATH=/other/checkout/src   # other code
 
 Starts, as real processes:
 * a fake py-rag answering 8 hits from fixed bytes at once (benchmarks/fake_pyrag.py);
@@ -124,7 +125,12 @@ def audit_rows(database_url: str) -> int:
 
 @contextmanager
 def production(
-    workdir: Path, pyrag_url: str, redis_url: str, database_url: str, core: str | None
+    workdir: Path,
+    pyrag_url: str,
+    redis_url: str,
+    database_url: str,
+    core: str | None,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Service]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG"}}
@@ -138,6 +144,7 @@ def production(
             # Production logging: INFO, a JSON line per lookup (to a file here).
         }
     )
+    env.update(extra_env or {})
     script = Path(sys.executable).with_name("lookup-knowledge")
     args = [str(script), "serve"] if script.exists() else [sys.executable, "-m", "lookup_knowledge"]
     args += [] if script.exists() else ["serve"]
@@ -208,7 +215,11 @@ def main() -> None:
     parser.add_argument("--no-wrk", dest="wrk", action="store_false", help="asyncio client")
     parser.add_argument("--scale", default="2000,10000", help="engine table sizes ('' = none)")
     parser.add_argument("--no-cpu", dest="cpu", action="store_false", help="skip pure CPU")
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="for the service"
+    )
     args = parser.parse_args()
+    extra_env = dict(item.split("=", 1) for item in args.env)
     args.wrk = args.wrk and wrk_available()
     server_core, load_core = cores()
     if load_core is not None:
@@ -234,7 +245,7 @@ def main() -> None:
         service = Measured(
             "service (Redis, MariaDB)",
             stack.enter_context(
-                production(workdir, pyrag_url, redis_url, database_url, server_core)
+                production(workdir, pyrag_url, redis_url, database_url, server_core, extra_env)
             ),
         )
         targets = (hello, proxy, service)
