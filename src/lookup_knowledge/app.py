@@ -238,7 +238,8 @@ def freeze_start_up_heap() -> None:
 
 # The cyclic collector's thresholds in a served process: (700, 10, 10) by default. A lookup
 # allocates thousands of objects, nearly all freed by reference counting; collecting the
-# youngest generation every 700 of them cost 4% of a lookup's CPU (docs/performance.md).
+# youngest generation every 700 of them cost 4% of a lookup's CPU
+# (docs/performance.md#hot-path).
 COLLECTOR_THRESHOLDS = (10_000, 20, 20)
 
 
