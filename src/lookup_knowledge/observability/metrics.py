@@ -2,13 +2,16 @@
 
 Per process by default. With several workers, `lookup-knowledge serve` points
 PROMETHEUS_MULTIPROC_DIR at a fresh directory so that /metrics aggregates every worker
-(prometheus-client's multiprocess mode).
+(prometheus-client's multiprocess mode). The live gauges of a worker that is gone (killed,
+crashed, or restarted by the process manager) are dropped when /metrics is read, so a dead
+worker's running lookups never count.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from prometheus_client import (
     CollectorRegistry,
@@ -220,8 +223,34 @@ class Metrics:
         """The exposition text; aggregates all workers in multiprocess mode."""
         if audit is not None:
             self.observe_audit(audit)
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if directory:
+            forget_dead_workers(directory)
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             return generate_latest(registry)
         return generate_latest(self.registry)
+
+
+def forget_dead_workers(directory: str) -> list[int]:
+    """Drop the live gauges (`livesum`, `livemax`) of processes that no longer run, as
+    prometheus-client's `mark_process_dead` does; returns their pids."""
+    pids = set()
+    for path in Path(directory).glob("gauge_live*_*.db"):
+        suffix = path.stem.rsplit("_", 1)[-1]
+        if suffix.isdigit():
+            pids.add(int(suffix))
+    dead = sorted(pid for pid in pids if not _running(pid))
+    for pid in dead:
+        multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
+    return dead
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it runs, as another user
+    return True
