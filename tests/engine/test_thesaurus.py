@@ -173,3 +173,36 @@ def test_an_expression_with_a_word_the_corpus_drops_as_an_id_still_bridges(
 
     assert "137" not in read and "oom" in read["exit"].bridges
     assert hits[0].chunk.source == "oom.md"
+
+
+def test_english_lay_words_reach_a_chinese_page_through_its_own_terms(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "eviction.md": "# 驱逐导致服务中断\n\n驱逐故障节点上的 pod 之后，业务中断了十分钟。\n",
+            "disk.md": "# 磁盘爆满\n\n容器运行时的数据目录所在磁盘被写满。\n",
+            "dns.md": "# DNS 解析异常\n\n解析外部域名超时，先看 coredns 的日志。\n",
+        }
+    )
+    query = "outage after draining a node"
+
+    bridged = KnowledgeIndex(load_documents(docs), LEXICON)
+    plain = KnowledgeIndex(load_documents(docs), WITHOUT)
+
+    read = {c.token: c for c in bridged.read(query).concepts}
+    assert "驱逐" in read["drain"].bridges  # the page's own word, not an English one
+    assert bridged.search(query, top_k=3).hits[0].chunk.source == "eviction.md"
+    assert not any(h.chunk.source == "eviction.md" for h in plain.search(query, top_k=3).hits)
+
+
+def test_a_colloquial_chinese_question_reaches_the_bundled_english_runbook() -> None:
+    documents = load_documents()
+    query = "连接池满了怎么办"
+
+    bridged = KnowledgeIndex(documents, LEXICON).search(query, top_k=3)
+    plain = KnowledgeIndex(documents, WITHOUT).search(query, top_k=3)
+
+    assert bridged.hits[0].chunk.source == "database/connection-pool.md"
+    assert bridged.hits[0].level is scoring.Level.REFERENCE
+    assert plain.no_evidence_basis is NoEvidenceBasis.ALL_BELOW_THRESHOLD
