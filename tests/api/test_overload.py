@@ -136,6 +136,98 @@ async def test_a_shed_call_without_a_valid_token_leaves_no_row(
     ]
 
 
+async def test_a_shed_call_is_let_in_by_the_same_token_rules_as_the_route(
+    open_client: OpenClient, audit: RecordingAudit
+) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
+        asked.set()
+        await release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+    tokens = {"lookup_api_tokens": "agent-1,agent-2", "ledger_api_tokens": "guard-1"}
+    presented = {
+        "scheme-any-case": "bEARER agent-2",  # the route accepts: a row
+        "sp-htab-around": " Bearer  agent-1 \t",  # likewise
+        "nbsp-after": "Bearer agent-1\xa0",  # RFC 6750: not the token, 401 at the route
+        "ledger-role": "Bearer guard-1",  # 403 at the route
+        "prefix-only": "Bearer agent-",  # 401
+    }
+    async with (
+        open_client(audit=audit, max_concurrent_lookups=1, lookup_queue_max=0, **tokens) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        held = asyncio.ensure_future(
+            client.post(LOOKUP, json=body("held"), headers={"Authorization": "Bearer agent-1"})
+        )
+        await asyncio.wait_for(asked.wait(), 10)
+        answers = [
+            await client.post(
+                LOOKUP, json=body(call), headers={"Authorization": value.encode("latin-1")}
+            )
+            for call, value in presented.items()
+        ]
+        release.set()
+        assert (await held).status_code == 200
+
+    assert [a.status_code for a in answers] == [503] * len(presented)
+    assert sorted(r.tool_call_id for r in audit.records if not r.success) == [
+        "scheme-any-case",
+        "sp-htab-around",
+    ]
+
+
+async def test_shed_answers_are_the_error_envelope_each_with_its_own_request_id(
+    open_client: OpenClient,
+) -> None:
+    asked, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
+        asked.set()
+        await release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+    async with (
+        open_client(
+            max_concurrent_lookups=1, lookup_queue_max=1, lookup_queue_timeout_s=0.05
+        ) as client,
+        respx.mock() as mock,
+    ):
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        held = asyncio.ensure_future(client.post(LOOKUP, json=body("held")))
+        await asyncio.wait_for(asked.wait(), 10)
+        queued = asyncio.ensure_future(client.post(LOOKUP, json=body("queued")))
+        await asyncio.sleep(0)  # let it take the one place in the queue
+        full = [await client.post(LOOKUP, json=body(f"full{i}")) for i in range(3)]
+        timed_out = await queued
+        release.set()
+        assert (await held).status_code == 200
+
+    reasons = {
+        "queue_full": "1 more are waiting",
+        "wait_timeout": "none came free within 0.05 s",
+    }
+    for answer, reason in [*((a, "queue_full") for a in full), (timed_out, "wait_timeout")]:
+        assert answer.status_code == 503
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers["retry-after"] == "1"
+        assert int(answer.headers["content-length"]) == len(answer.content)
+        assert answer.json() == {
+            "error": {
+                "code": "OVERLOADED",
+                "message": "this service is running its limit of 1 lookups and "
+                f"{reasons[reason]}; retry after 1 s",
+                "details": {"limit": 1, "reason": reason},
+            }
+        }
+    # The prebuilt answer is never shared: each carries one X-Request-ID, its own.
+    ids = [a.headers.get_list("x-request-id") for a in [*full, timed_out]]
+    assert all(len(found) == 1 for found in ids)
+    assert len({found[0] for found in ids}) == len(ids)
+
+
 async def test_a_lookup_waits_in_the_queue_for_a_free_slot(open_client: OpenClient) -> None:
     async with (
         open_client(

@@ -4,6 +4,8 @@ Beyond `limit`, a lookup waits in a bounded FIFO queue for at most `wait_s`, the
 with 503 OVERLOADED. The gate is a pure ASGI middleware in front of the route: a refused lookup
 never touched the ledger (nothing to release; the same ids can be sent again as they are), and
 refusing costs no parsing and no validation, so shedding stays cheap while the process is busy.
+A refusal's answer is built once per reason (its message and bytes never change), and a full
+queue refuses without raising (docs/performance.md#overload).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from lookup_knowledge.api.errors import envelope
 from lookup_knowledge.domain.errors import Overloaded
 
 RETRY_AFTER_S = 1
+REASONS = ("queue_full", "wait_timeout")
 
 
 class AdmissionObserver(Protocol):
@@ -49,6 +52,8 @@ class AdmissionGate:
         self._observer = observer
         self._running = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        # One refusal per reason, never raised: what the middleware answers and audits.
+        self.refusals = {reason: self._overloaded(reason) for reason in REASONS}
 
     @property
     def running(self) -> int:
@@ -57,6 +62,11 @@ class AdmissionGate:
     @property
     def waiting(self) -> int:
         return len(self._waiters)
+
+    @property
+    def full(self) -> bool:
+        """A lookup arriving now would be refused at once (`queue_full`)."""
+        return self._running >= self.limit and len(self._waiters) >= self.queue_max
 
     @asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
@@ -108,9 +118,16 @@ class AdmissionGate:
         self._running -= 1
         self._changed()
 
-    def _refuse(self, reason: str) -> Overloaded:
+    def refused(self, reason: str) -> None:
+        """Count a refusal that was not raised (the middleware's `full` check)."""
         if self._observer is not None:
             self._observer.admission_refused(reason)
+
+    def _refuse(self, reason: str) -> Overloaded:
+        self.refused(reason)
+        return self._overloaded(reason)
+
+    def _overloaded(self, reason: str) -> Overloaded:
         why = (
             f"{self.queue_max} more are waiting"
             if reason == "queue_full"
@@ -148,26 +165,50 @@ class AdmissionMiddleware:
         self.gate = gate
         self.paths = paths
         self.on_refused = dict(on_refused or {})
+        # The 503 of each reason, encoded once: the envelope's bytes and its headers.
+        self._answers = {reason: _encoded(refused) for reason, refused in gate.refusals.items()}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
+        gate = self.gate
+        if gate.full:  # the common refusal under a burst: no waiting, no exception
+            gate.refused("queue_full")
+            await self._refuse(scope, receive, send, gate.refusals["queue_full"])
+            return
         try:
-            await self.gate.acquire()
+            await gate.acquire()
         except Overloaded as refused:
-            told = self.on_refused.get(scope["path"])
-            if told is not None:
-                told(scope, await _body(receive), refused)
-            response = envelope(
-                refused.status_code, refused.code, refused.message, refused.details, refused.headers
-            )
-            await response(scope, receive, send)
+            await self._refuse(scope, receive, send, refused)
             return
         try:
             await self.app(scope, receive, send)
         finally:
-            self.gate.release()
+            gate.release()
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, refused: Overloaded
+    ) -> None:
+        told = self.on_refused.get(scope["path"])
+        if told is not None:
+            told(scope, await _body(receive), refused)
+        reason = (refused.details or {}).get("reason")
+        answer = self._answers.get(reason) if isinstance(reason, str) else None
+        if answer is None:  # pragma: no cover - every reason is encoded up front
+            answer = _encoded(refused)
+        headers, body = answer
+        # A fresh list each time: nothing outside may change the prebuilt one in place.
+        await send({"type": "http.response.start", "status": 503, "headers": list(headers)})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _encoded(refused: Overloaded) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The raw headers and body of the refusal's envelope, as `envelope` renders them."""
+    response = envelope(
+        refused.status_code, refused.code, refused.message, refused.details, refused.headers
+    )
+    return list(response.raw_headers), bytes(response.body)
 
 
 async def _body(receive: Receive) -> bytes:
