@@ -13,9 +13,18 @@ protocols plus these rules:
   the previous response ending; else the connection is closed;
 * a request head over `MAX_HEAD_BYTES` is a 400;
 * past `max_connections` open connections, a new one is answered 503 OVERLOADED and closed;
-* a request the HTTP parser refuses gets the error envelope, not uvicorn's plain text.
+* a request the HTTP parser refuses gets the error envelope, not uvicorn's plain text;
+* new requests are taken in at most `INTAKE_PER_TICK` per turn of the event loop (`_Intake`).
 
 The body is bounded by `BodyLimitMiddleware` (size and `HTTP_BODY_TIMEOUT_S`).
+
+Why the intake is paced: when a thousand requests arrive at once, the event loop would parse
+all of them, start all their tasks, and shed or queue them in one turn of a few hundred
+milliseconds, while the lookups already admitted wait for their next step (a Redis reply, py-rag's
+answer) behind it. Taking in a bounded number per turn lets those lookups go on between the
+slices; the intake itself costs the same CPU, spread over turns in which the loop would
+otherwise wait for py-rag (docs/performance.md#overload). A connection waiting its turn has
+its reading paused, so its bytes wait in the kernel, not in this process.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import weakref
+from collections import deque
 from contextlib import suppress
 from typing import Any, ClassVar
 
@@ -35,6 +46,8 @@ _STATUS = {400: b"Bad Request", 503: b"Service Unavailable"}
 # Longest request head (request line and headers) the HTTP parser accepts; longer is a 400.
 MAX_HEAD_BYTES = 16 * 1024
 HAS_HTTPTOOLS = importlib.util.find_spec("httptools") is not None
+# New requests taken in per turn of the event loop, at most (docs/performance.md#overload).
+INTAKE_PER_TICK = 16
 
 
 def canned_response(status: int, code: str, message: str, *, retry_after_s: int | None) -> bytes:
@@ -53,6 +66,59 @@ def canned_response(status: int, code: str, message: str, *, retry_after_s: int 
     return b"\r\n".join(head) + b"\r\n\r\n" + body
 
 
+class _Intake:
+    """Per event loop: lets at most `per_tick` new requests in per turn of the loop, in order
+    of arrival; the rest wait their turn with their connection's reading paused."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, per_tick: int) -> None:
+        self.loop = loop
+        self.per_tick = per_tick
+        self.taken = 0  # requests let in since the turn began
+        self.waiting: deque[_Guard] = deque()
+        self._turn_marked = False
+        self._pumping = False
+
+    def may_start(self) -> bool:
+        """Count one new request in this turn; False when it must wait for a later turn."""
+        if not self._turn_marked:
+            # Runs once the loop is past what woke it: the next requests are a new turn's.
+            self._turn_marked = True
+            self.loop.call_soon(self._new_turn)
+        if self.waiting or self.taken >= self.per_tick:
+            return False
+        self.taken += 1
+        return True
+
+    def wait(self, connection: _Guard) -> None:
+        self.waiting.append(connection)
+        if not self._pumping:
+            self._pumping = True
+            self.loop.call_soon(self._pump)
+
+    def _new_turn(self) -> None:
+        self._turn_marked = False
+        self.taken = 0
+
+    def _pump(self) -> None:
+        """Let the next `per_tick` waiting requests in; come back next turn for the rest."""
+        let_in = 0
+        while self.waiting and let_in < self.per_tick:
+            connection = self.waiting.popleft()
+            if connection.transport.is_closing():
+                continue  # closed while it waited (by its client, or its head deadline)
+            let_in += 1
+            connection._take_in()
+        if self.waiting:
+            self.loop.call_soon(self._pump)
+        else:
+            self._pumping = False
+
+
+_intakes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Intake] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class _Guard:
     """The rules both protocols share; the limits are class attributes.
 
@@ -62,11 +128,14 @@ class _Guard:
 
     header_timeout_s: ClassVar[float] = 5.0
     max_connections: ClassVar[int] = 2048
+    intake_per_tick: ClassVar[int] = INTAKE_PER_TICK
 
     # Set by the uvicorn protocol this is mixed into.
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     connections: set[Any]
+    flow: Any  # uvicorn's FlowControl
+    cycle: Any  # the current request's RequestResponseCycle, if any
 
     @classmethod
     def configure(cls, settings: Settings) -> None:
@@ -76,6 +145,35 @@ class _Guard:
     def _guard_init(self) -> None:
         self._head_deadline: asyncio.TimerHandle | None = None
         self._refused = False
+        self._held: bytes | None = None  # what arrived while this connection waited its turn
+
+    def _paced(self, data: bytes) -> bool:
+        """True when `data` is held for a later turn (docs: the module's)."""
+        if self._held is not None:  # still waiting: keep what comes after, in order
+            self._held += data
+            return True
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            return False  # the rest of a request already taken in (its body)
+        intake = _intakes.get(self.loop)
+        if intake is None:
+            intake = _intakes[self.loop] = _Intake(self.loop, self.intake_per_tick)
+        if intake.may_start():
+            return False
+        self._held = data
+        self.flow.pause_reading()
+        intake.wait(self)
+        return True
+
+    def _take_in(self) -> None:
+        data, self._held = self._held, None
+        self.flow.resume_reading()
+        if data:
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """The protocol's own data_received."""
+        raise NotImplementedError
 
     def _guard_connection_made(self) -> None:
         if len(self.connections) > self.max_connections:
@@ -135,6 +233,10 @@ class GuardedH11Protocol(_Guard, H11Protocol):
         if self._refused:
             self._refuse_over_capacity()
             return
+        if not self._paced(data):
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
         cycle = self.cycle
         super().data_received(data)
         if self.cycle is not cycle:
@@ -186,6 +288,10 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
         if self._refused:
             self._refuse_over_capacity()
             return
+        if not self._paced(data):
+            super().data_received(data)
+
+    def _feed(self, data: bytes) -> None:
         super().data_received(data)
 
     def on_message_begin(self) -> None:

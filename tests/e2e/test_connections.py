@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import uvicorn
@@ -23,6 +24,7 @@ from lookup_knowledge.serving import (
     MAX_HEAD_BYTES,
     GuardedH11Protocol,
     GuardedHttpToolsProtocol,
+    _intakes,
     uvicorn_options,
 )
 from support import RecordingAudit, make_settings
@@ -207,3 +209,98 @@ async def test_a_request_head_under_the_size_limit_is_served(served: Served) -> 
         writer.close()
 
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+class PacedH11Guard(GuardedH11Protocol):
+    intake_per_tick = 2
+    waited: ClassVar[list[int]] = []  # for each connection let in late: how many waited then
+
+    def _take_in(self) -> None:
+        self.waited.append(len(_intakes[self.loop].waiting))
+        super()._take_in()
+
+
+class PacedHttpToolsGuard(GuardedHttpToolsProtocol):
+    intake_per_tick = 2
+    waited: ClassVar[list[int]] = []
+
+    def _take_in(self) -> None:
+        self.waited.append(len(_intakes[self.loop].waiting))
+        super()._take_in()
+
+
+@pytest.fixture(params=[PacedHttpToolsGuard, PacedH11Guard], ids=["httptools", "h11"])
+def paced(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Served, list[int]]]:
+    """Serve with an intake of 2 new requests per turn of the loop; the list records, for each
+    connection let in after waiting its turn, how many were still waiting behind it."""
+    protocol = request.param
+    protocol.waited.clear()
+    _intakes.clear()  # the loop's intake takes its size from the first protocol it meets
+    yield partial(_served, tmp_path, protocol), protocol.waited
+    _intakes.clear()
+
+
+async def test_a_burst_of_requests_is_taken_in_a_few_per_turn_and_all_answered(
+    paced: tuple[Served, list[int]],
+) -> None:
+    served, waited = paced
+    async with served() as port:
+        streams = [await asyncio.open_connection("127.0.0.1", port) for _ in range(20)]
+        for _, writer in streams:  # all at once: one turn of the loop
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers = [await closed_by_server(reader) for reader, _ in streams]
+        for _, writer in streams:
+            writer.close()
+
+    assert all(a.startswith(b"HTTP/1.1 200") and a.endswith(b'{"status":"ok"}') for a in answers)
+    assert len(waited) >= 16  # 2 (or 4) let in at once, the others in later turns
+    assert waited == sorted(waited, reverse=True)  # in order, the queue only shrinking
+
+
+async def test_a_connection_closed_while_it_waits_its_turn_is_skipped(
+    paced: tuple[Served, list[int]],
+) -> None:
+    served, waited = paced
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    async with served() as port:
+        streams = [await asyncio.open_connection("127.0.0.1", port) for _ in range(12)]
+        for _, writer in streams:
+            writer.write(request)
+        for _, writer in streams[4:8]:  # gone before the server got to them
+            writer.transport.abort()
+        kept = streams[:4] + streams[8:]
+        answers = [await closed_by_server(reader) for reader, _ in kept]
+        for _, writer in kept:
+            writer.close()
+        # The server still takes in and answers new requests afterwards.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        after = await closed_by_server(reader)
+        writer.close()
+
+    assert all(a.startswith(b"HTTP/1.1 200") for a in [*answers, after])
+    assert waited  # some of them waited their turn
+
+
+async def test_kept_alive_connections_are_paced_between_requests_and_keep_their_order(
+    paced: tuple[Served, list[int]],
+) -> None:
+    served, waited = paced
+    async with served() as port:
+        streams = [await asyncio.open_connection("127.0.0.1", port) for _ in range(6)]
+        for round_ in range(3):
+            for _, writer in streams:
+                writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            for reader, _ in streams:
+                answer = await asyncio.wait_for(reader.readuntil(b'{"status":"ok"}'), 10)
+                assert answer.startswith(b"HTTP/1.1 200"), round_
+        # Two requests in one write: the second waits in the connection, answered in turn.
+        reader, writer = streams[0]
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        first = await asyncio.wait_for(reader.readuntil(b'{"status":"ok"}'), 10)
+        second = await asyncio.wait_for(reader.readuntil(b'{"status":"ok"}'), 10)
+        for _, writer in streams:
+            writer.close()
+
+    assert first.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 200" in second
+    assert waited  # some of them waited their turn
