@@ -2,7 +2,9 @@
 
 The client speaks HTTP/1.1 over asyncio streams, one small request at a time: a thousand of
 them cost the drill little CPU, which matters on a small machine where the drill and the
-service share the cores.
+service share the cores. `burst` is lighter still, for the moment the drill itself is busiest:
+a bare asyncio protocol per connection, all connections open before the clock starts, every
+request encoded before it, each answer timed when its last byte is read.
 """
 
 from __future__ import annotations
@@ -240,6 +242,114 @@ async def one_shot(
         return await connection.request(method, path, payload, close=True, **kwargs)
     finally:
         await connection.close()
+
+
+class _Exchange(asyncio.Protocol):
+    """One request on an open connection: its answer, timed when its last byte arrives."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self.sent_at = 0.0
+        self._buffer = bytearray()
+        self._need: int | None = None  # head and body, once the head is in
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def send(self, request: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(request)
+        self.sent_at = time.perf_counter()
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if self._need is None:
+            end = self._buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            length = 0
+            for line in bytes(self._buffer[:end]).split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            self._need = end + 4 + length
+        if len(self._buffer) >= self._need and not self.answered.done():
+            done_at = time.perf_counter()
+            self.answered.set_result(_parse(bytes(self._buffer[: self._need]), done_at))
+            assert self.transport is not None
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.answered.done():
+            self.answered.set_result(Answer(status=0, done_at=time.perf_counter()))
+
+
+def _parse(raw: bytes, done_at: float) -> Answer:
+    head, _, content = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    code = None
+    if status >= 400:
+        try:
+            code = json.loads(content)["error"]["code"]
+        except (ValueError, KeyError, TypeError):
+            code = "?"
+    return Answer(status=status, code=code, headers=headers, body=content, done_at=done_at)
+
+
+def encode_request(method: str, path: str, payload: object | None = None) -> bytes:
+    """One HTTP/1.1 request that closes its connection."""
+    body = b"" if payload is None else json.dumps(payload).encode()
+    head = f"{method} {path} HTTP/1.1\r\nHost: drill\r\nContent-Length: {len(body)}\r\n"
+    if payload is not None:
+        head += "Content-Type: application/json\r\n"
+    return (head + "Connection: close\r\n\r\n").encode() + body
+
+
+async def burst(port: int, requests: list[bytes], *, timeout_s: float = 120.0) -> Burst:
+    """Open one connection per request, then write every request at once; the clock starts
+    just before the first write. An answer's latency counts from its own write."""
+    loop = asyncio.get_running_loop()
+    opening = time.perf_counter()
+    opened = await asyncio.gather(
+        *(loop.create_connection(_Exchange, "127.0.0.1", port) for _ in requests),
+        return_exceptions=True,
+    )
+    exchanges = [item[1] if isinstance(item, tuple) else None for item in opened]
+    started = time.perf_counter()
+    for exchange, request in zip(exchanges, requests, strict=True):
+        if exchange is not None:
+            exchange.send(request)
+
+    async def answer(exchange: _Exchange | None) -> Answer:
+        if exchange is None:
+            return Answer(status=0, done_at=time.perf_counter())
+        try:
+            async with asyncio.timeout(timeout_s):
+                found = await asyncio.shield(exchange.answered)
+        except TimeoutError:
+            found = Answer(status=0, done_at=time.perf_counter())
+            if exchange.transport is not None:
+                exchange.transport.abort()
+        found.sent_at = exchange.sent_at
+        found.latency_s = found.done_at - exchange.sent_at
+        return found
+
+    answers = await asyncio.gather(*(answer(exchange) for exchange in exchanges))
+    return Burst(answers=list(answers), started=started, connect_s=started - opening)
+
+
+@dataclass(slots=True)
+class Burst:
+    answers: list[Answer]
+    started: float  # time.perf_counter() just before the first request was written
+    connect_s: float  # how long opening the connections took, before `started`
 
 
 def percentile(samples: list[float], q: float) -> float:
