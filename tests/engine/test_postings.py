@@ -46,3 +46,23 @@ def test_a_term_in_no_unit_is_held_by_none() -> None:
 
     assert postings.holds(node, np.array([0, 1], dtype=np.int32)).tolist() == [False, True]
     assert postings.holds(node, np.array([], dtype=np.int32)).tolist() == []
+
+
+def test_mark_adds_a_value_to_every_unit_holding_the_term_whatever_its_count() -> None:
+    counted = bags(["disk disk disk full", "node", "disk"], frozenset())
+    postings = Postings(counted)
+    scores = np.zeros(3)
+
+    postings.mark(scores, counted.words.index("disk"), 2.5)
+
+    assert scores.tolist() == [2.5, 0.0, 2.5]
+
+
+def test_unit_sums_add_each_distinct_term_of_a_unit_once() -> None:
+    counted = bags(["disk disk full", "node", ""], frozenset())
+    postings = Postings(counted)
+    weight = {"disk": 1.0, "full": 10.0, "node": 100.0}
+
+    sums = postings.unit_sums(np.array([weight[w] for w in counted.words]))
+
+    assert sums.tolist() == [11.0, 100.0, 0.0]

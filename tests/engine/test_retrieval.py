@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lookup_knowledge.engine import index as index_module
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.engine.scoring import Level
@@ -250,3 +251,115 @@ def test_a_query_term_in_the_heading_path_weighs_more_than_one_in_passing(
         for c, q in zip(graded.candidates, graded.quality, strict=True)
     }
     assert qualities["sidecar.md"] > qualities["inject.md"]
+
+
+_SYMPTOMS = (
+    "The kernel log shows a page allocation failure with a high order, and the buddy "
+    "allocator lists no free blocks of the larger sizes, even though plenty of space is "
+    "free in small pages. Containers then fail to start, because the network namespace "
+    "of a new pod needs a contiguous block for its connection tracking table. "
+)
+_FRAGMENTATION = (
+    f"# Memory fragmentation\n\n## How to tell\n\n{_SYMPTOMS * 2}\n\n## How to recover\n\n"
+    "Drop the page cache, then compact the zones if large blocks are still missing; "
+    f"compaction stalls the node for a while, so run it off peak. {_SYMPTOMS}\n"
+)
+_CRASHLOOP = (
+    "# Pod in CrashLoopBackOff\n\n## Exit codes\n\nLook at the last exit code first.\n\n"
+    "## Memory fragmentation\n\nFragmentation of node memory makes allocations fail.\n\n"
+    "## Failing probes\n\nA probe that fails too early restarts the container.\n"
+)
+
+
+def test_the_page_devoted_to_a_topic_outranks_a_neighbour_with_a_section_on_it(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    # The neighbour's short section holds both words densely; the devoted page's long
+    # sections hold them in its title only. Without the title field the section wins.
+    docs = write_docs({"memory-fragmentation.md": _FRAGMENTATION, "crashloop.md": _CRASHLOOP})
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("memory fragmentation", top_k=5).hits
+
+    assert hits and hits[0].chunk.source == "memory-fragmentation.md"
+
+
+def test_the_file_name_names_a_page_in_english_whatever_the_language_of_its_title(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "handle/disk-full.md": "# 磁盘爆满\n\n## 影响\n\n容器运行时所在的数据盘写满以后，"
+            "dockerd 无响应，kubelet 日志报 PLEG unhealthy，Pod 一直 ContainerCreating，"
+            "新建容器也会失败。\n\n## 恢复\n\n先清理日志文件腾出空间，再驱逐节点上的 Pod "
+            "并重启 dockerd。\n",
+            "pod/keep-terminating.md": "# Pod 一直处于 Terminating 状态\n\n## 磁盘爆满\n\n"
+            "docker 数据目录所在磁盘满了，删除容器没有反应。\n\n## Finalizers\n\n"
+            "资源带有 finalizers 时删除会卡住。\n",
+            "node/pressure.md": "# 节点压力\n\nkubelet 报 disk pressure 时会驱逐 Pod；"
+            "镜像下载队列 full 时拉取变慢。\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("disk full", top_k=5).hits
+
+    assert hits and hits[0].chunk.source == "handle/disk-full.md"
+
+
+def test_a_title_counts_in_the_rank_only_when_the_query_names_most_of_it(
+    write_docs: Callable[[dict[str, str]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = write_docs({"memory-fragmentation.md": _FRAGMENTATION, "crashloop.md": _CRASHLOOP})
+    index = KnowledgeIndex(load_documents(docs))
+
+    def ranks(query: str) -> dict[str, float]:
+        graded = index.grade(query)
+        assert not isinstance(graded, NoEvidenceBasis)
+        best: dict[str, float] = {}
+        for candidate, rank in zip(graded.candidates, graded.ranks, strict=True):
+            source = index.chunk(int(candidate)).source
+            best[source] = max(best.get(source, 0.0), float(rank))
+        return best
+
+    with_titles = {q: ranks(q) for q in ("memory fragmentation", "pod exit codes")}
+    monkeypatch.setattr(index_module, "TITLE_MIX", 0.0)
+    without = {q: ranks(q) for q in with_titles}
+
+    # Both words of `Memory fragmentation` (and of its file name) are named: it counts.
+    named = with_titles["memory fragmentation"]
+    assert (
+        named["memory-fragmentation.md"]
+        > without["memory fragmentation"]["memory-fragmentation.md"]
+    )
+    assert named["crashloop.md"] == without["memory fragmentation"]["crashloop.md"]
+    # `pod` is one word of `Pod in CrashLoopBackOff` and its file name: it does not.
+    assert with_titles["pod exit codes"] == without["pod exit codes"]
+
+
+def test_a_title_that_puts_one_page_first_lowers_no_other_pages_grade(
+    write_docs: Callable[[dict[str, str]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A two-topic question keeps its second page: the margin compares a hit with the other
+    # documents' ranks without their title field.
+    docs = write_docs({"memory-fragmentation.md": _FRAGMENTATION, "crashloop.md": _CRASHLOOP})
+    index = KnowledgeIndex(load_documents(docs))
+
+    def qualities() -> dict[str, float]:
+        graded = index.grade("memory fragmentation")
+        assert not isinstance(graded, NoEvidenceBasis)
+        return {
+            index.chunk(int(c)).breadcrumb: float(q)
+            for c, q in zip(graded.candidates, graded.quality, strict=True)
+        }
+
+    with_titles = qualities()
+    monkeypatch.setattr(index_module, "TITLE_MIX", 0.0)
+    without = qualities()
+
+    section = "Pod in CrashLoopBackOff > Memory fragmentation"
+    assert with_titles[section] == without[section] > 0.75
+    assert (
+        with_titles["Memory fragmentation > How to tell"]
+        > without["Memory fragmentation > How to tell"]
+    )

@@ -62,13 +62,15 @@ class Grader:
         weights: np.ndarray,
         *,
         bridges: bool = True,
+        rivals: np.ndarray | None = None,
     ) -> np.ndarray:
         """The feature matrix of `candidates` (chunk positions) with their `ranks`;
         `verbatim[i]`: which chunks hold concept i verbatim (None: see the postings);
         `weights[i]`: its weight. `bridges`: count the thesaurus's bridge terms, each at
         `scoring.BRIDGE_FACTOR` of what the concept's own forms count (the concept's coverage
         and heading share, the term's heading coverage); without them a bridged concept is
-        an unknown one."""
+        an unknown one. `rivals`: the ranks at which a candidate counts as another
+        document's rival in the margin (default `ranks`)."""
         factor = scoring.BRIDGE_FACTOR
         scope = scoring.scope_weight(weights.tolist())
         candidates = candidates.astype(np.int32)  # the postings' dtype (`Postings.holds`)
@@ -126,9 +128,10 @@ class Grader:
                         * self._heading_postings.holds(number, candidates)
                     )
         heading_weight = self._heading_weight[candidates]
+        best_other = self._best_other(docs, ranks if rivals is None else rivals)
         return scoring.features(
             support=np.minimum(covered / scope, 1.0) - heaviest / scope,
-            margin=scoring.margin(ranks, self._best_other(docs, ranks)),
+            margin=scoring.margin(ranks, best_other),
             heading=in_heading / scope,
             heading_coverage=np.divide(
                 heading_named,

@@ -12,8 +12,10 @@ apart (for the heading grading features). A search:
    to the query's whole identifiers;
 2. ranks every chunk the filters allow (no filter: no mask at all) by BM25 over the chunk
    plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
-   rest of its runbook too; the best `RECALL_LIMIT` chunks with a positive score are the
-   candidates (`recall_count`);
+   rest of its runbook too, plus `TITLE_MIX` × BM25 over its document's title field (the
+   title and the file name's words) when the query names most of that field: the page
+   devoted to a topic before a neighbour with a section on it; the best `RECALL_LIMIT`
+   chunks with a positive score are the candidates (`recall_count`);
 3. grades each candidate with the absolute `quality_score` of `engine.scoring` (support
    beyond one word, margin, heading both ways: `engine.grading`; calibrated), keeps those at
    or above the reference threshold in rank order, and returns the first `top_k`. Equal
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -34,14 +37,14 @@ import numpy as np
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.acronyms import CorpusAcronyms
-from lookup_knowledge.engine.bags import bags
+from lookup_knowledge.engine.bags import Bags, bags
 from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.grading import Grader
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
-from lookup_knowledge.engine.postings import Postings, idf
+from lookup_knowledge.engine.postings import Postings, idf, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
 
 logger = logging.getLogger(__name__)
@@ -51,6 +54,8 @@ DOCUMENT_MIX = 0.3  # weight of the whole document's BM25 in a chunk's rank
 VARIANT_MAX = True
 WHOLE_FACTOR = 0.5  # weight of a whole identifier's BM25 next to its parts'
 BRIDGE_RANK_FACTOR = 0.5  # weight of a thesaurus bridge term's BM25 (docs/retrieval.md)
+TITLE_MIX = 1.0  # weight of the title field's BM25 in a chunk's rank (docs/retrieval.md#ranking)
+TITLE_NAMED = 0.67  # share of its title field's IDF weight a query names for it to count
 
 
 class NoEvidenceBasis(StrEnum):
@@ -128,6 +133,13 @@ class KnowledgeIndex:
         self._vocabulary = {t: i for i, t in enumerate(words)}
         self._chunk_postings = Postings(chunk_bags)
         self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
+        # Each document's title field; its weight is the sum of its terms' IDF over the chunks.
+        self._title_postings = Postings(
+            _title_bags(self.documents, words, self._vocabulary, stopwords)
+        )
+        self._title_weight = self._title_postings.unit_sums(
+            idf_of_all(self._chunk_postings.document_frequency, count)
+        )
         # The heading path and tags are part of the chunk's text: their words are all known.
         self._grader = Grader(
             chunk_postings=self._chunk_postings,
@@ -203,7 +215,7 @@ class KnowledgeIndex:
         weights = np.array(
             [self._weight(c, v) for c, v in zip(read.concepts, verbatim, strict=True)]
         )
-        own_rank = self._rank(read, verbatim)
+        own_rank, title_rank = self._rank(read, verbatim)  # title_rank: its title field part
         rank = own_rank + self._bridge_rank(read) if read.bridges else own_rank
         if allowed is not None:
             rank[~allowed] = 0.0
@@ -214,7 +226,12 @@ class KnowledgeIndex:
         if len(candidates) == 0:
             return NoEvidenceBasis.NO_CANDIDATES
         ranks = rank[candidates]
-        features = self._grader.features(candidates, ranks, read, verbatim, weights)
+        # Each candidate's lead is over the other documents' ranks without their title field:
+        # a title puts its page first, and is no evidence against a second topic's page.
+        titled = title_rank[candidates]
+        features = self._grader.features(
+            candidates, ranks, read, verbatim, weights, rivals=ranks - titled
+        )
         quality = scoring.quality(features)
         if read.bridges:
             # The thesaurus lifts a grade at most to REFERENCE, and never lowers one: a hit
@@ -237,6 +254,7 @@ class KnowledgeIndex:
                     verbatim,
                     own_weights,
                     bridges=False,
+                    rivals=own_rank[candidates] - titled,
                 )
             )
             capped = np.minimum(quality, scoring.BRIDGED_CAP)
@@ -274,11 +292,16 @@ class KnowledgeIndex:
             factor *= query_reading.SINGLE_CHARACTER_FACTOR
         return factor * idf(df, n)
 
-    def _rank(self, read: ReadQuery, verbatim: list[np.ndarray | None]) -> np.ndarray:
+    def _rank(
+        self, read: ReadQuery, verbatim: list[np.ndarray | None]
+    ) -> tuple[np.ndarray, np.ndarray]:
         chunks = np.zeros(len(self._chunks), dtype=np.float64)
         docs = np.zeros(len(self.documents), dtype=np.float64)
+        titles = np.zeros(len(self.documents), dtype=np.float64)  # title field BM25
+        named = np.zeros(len(self.documents), dtype=np.float64)  # title weight named
         for concept, where in zip(read.concepts, verbatim, strict=True):
             factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
+            self._title_scores(concept, factor, titles, named)
             if concept.known is Known.SUBSTRING and where is not None:
                 weight = idf(int(np.count_nonzero(where)), len(self._chunks))
                 chunks[where] += weight
@@ -303,7 +326,24 @@ class KnowledgeIndex:
             docs += best_docs
         for whole in read.wholes:
             self._add(chunks, docs, self._vocabulary[whole], WHOLE_FACTOR)
-        return chunks + DOCUMENT_MIX * docs[self._chunk_doc]
+        # A title counts only when the query names most of it: the page is then about what
+        # the query asks, where one shared title word (`Pod`, `DNS`) is a neighbour's.
+        about = named >= TITLE_NAMED * self._title_weight
+        titles = np.where(about & (named > 0), TITLE_MIX * titles, 0.0)
+        return chunks + (DOCUMENT_MIX * docs + titles)[self._chunk_doc], titles[self._chunk_doc]
+
+    def _title_scores(
+        self, concept: Concept, factor: float, titles: np.ndarray, named: np.ndarray
+    ) -> None:
+        """Add a concept's best title-field BM25 to `titles`, and the IDF of each of its forms
+        a title field holds to `named` (a field in two languages holds two of them)."""
+        best = np.zeros_like(titles)
+        for variant in concept.variants:
+            term = self._vocabulary[variant]
+            weight = self._chunk_postings.idf(term)
+            self._title_postings.max_scores(best, term, factor * weight)
+            self._title_postings.mark(named, term, weight)
+        titles += best
 
     def _bridge_rank(self, read: ReadQuery) -> np.ndarray:
         """What the thesaurus's bridge terms add to each chunk's rank."""
@@ -326,6 +366,30 @@ class KnowledgeIndex:
             dtype=bool,
         )
         return matching[self._chunk_doc]
+
+
+def _title_bags(
+    documents: Sequence[Document],
+    words: tuple[str, ...],
+    vocabulary: Mapping[str, int],
+    stopwords: Collection[str],
+) -> Bags:
+    """Each document's title field: its title and the words of its file name
+    (`handle/memory-fragmentation.md` → memory fragmentation), which name a page in
+    English whatever its language; terms numbered as in `vocabulary`, the index of `words`
+    (a term the chunks do not hold can never be named and is left out)."""
+    fields = []
+    for document in documents:
+        stem = document.source.rsplit("/", 1)[-1].split(".", 1)[0]
+        parts = [w for w in re.split(r"[\W_]+", stem) if w and w != "index"]
+        fields.append(" ".join([document.title, *parts]))
+    found = bags(fields, stopwords)
+    numbers = np.array([vocabulary.get(w, -1) for w in found.words], dtype=np.int64)
+    term = numbers[found.term]
+    kept = term >= 0
+    return Bags(
+        found.unit[kept], term[kept].astype(np.int32), found.count[kept], words, len(documents)
+    )
 
 
 def _texts(documents: Sequence[Document]) -> Iterator[str]:

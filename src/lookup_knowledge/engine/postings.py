@@ -51,6 +51,19 @@ class Postings:
         units = self._units[start:end]
         scores[units] = np.maximum(scores[units], factor * self._weights[start:end])
 
+    def mark(self, scores: np.ndarray, term_id: int, value: float) -> None:
+        """scores[unit] += value, for every unit holding the term (its frequency aside)."""
+        start, end = self._offsets[term_id], self._offsets[term_id + 1]
+        scores[self._units[start:end]] += value
+
+    def unit_sums(self, term_weights: np.ndarray) -> np.ndarray:
+        """Each unit's sum of `term_weights[term]` over the distinct terms it holds."""
+        terms = np.repeat(np.arange(len(self.document_frequency)), self.document_frequency)
+        sums: np.ndarray = np.bincount(
+            self._units, weights=term_weights[terms], minlength=self.unit_count
+        )
+        return sums
+
     def holds(self, term_id: int, units: np.ndarray) -> np.ndarray:
         """Which of `units` (int32) hold the term.
 
