@@ -131,3 +131,32 @@ def test_the_cases_are_found_from_any_working_directory(
 
     assert find_root(None) == REPO
     assert find_root(tmp_path / "elsewhere") == tmp_path / "elsewhere"
+
+
+def test_a_writer_runs_only_the_case_files_it_wrote(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = [
+        case("t2-kafka", "kafka consumer lag", ["kafka/kafka-consumer-lag.md"], "tune", "short")
+    ]
+    cases = root / "eval" / "dev" / "cases"
+    (cases / "bundled.later.json").write_text(json.dumps(later), encoding="utf-8")
+
+    assert main(["--root", str(root), "--only", "dev", "--writer", "later"]) == 0
+
+    out = capsys.readouterr().out
+    assert "bundled · tune" in out and "1 (1/0)" in out and "acme-docs" not in out
+    report = sets_report(root)
+    assert "t2-kafka" in report and "t-redis" not in report
+
+
+def test_a_writer_with_no_case_file_is_a_usage_error(root: Path) -> None:
+    assert main(["--root", str(root), "--only", "dev", "--writer", "nobody"]) == 2
+
+
+def test_ids_are_checked_across_files_a_writer_leaves_out(root: Path) -> None:
+    clash = [case("t-redis", "redis again", ["redis/redis-memory.md"], "tune", "short")]
+    cases = root / "eval" / "dev" / "cases"
+    (cases / "bundled.later.json").write_text(json.dumps(clash), encoding="utf-8")
+
+    assert main(["--root", str(root), "--only", "dev", "--writer", "test"]) == 2

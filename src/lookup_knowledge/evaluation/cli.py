@@ -6,6 +6,7 @@
     lookup-knowledge eval --update-baseline    accept this run as the tuning set's new baseline
     lookup-knowledge eval --split holdout|all  also (or only) the development holdout halves
     lookup-knowledge eval --only dev --corpus k8s-practice-zh   one development corpus alone
+    lookup-knowledge eval --only dev --writer zh2   the case files of one writer alone
 
 The tuning set is the golden cases of eval/rag-retrieval/ (gated by the baseline); the
 development sets of eval/dev/ run through the embedded engine in process and are reported,
@@ -115,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="development corpus to run (repeatable; default: every one exported here)",
     )
     parser.add_argument(
+        "--writer",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="development case files to run, by writer: cases/<corpus>.<NAME>.json "
+        "(repeatable; default: every file)",
+    )
+    parser.add_argument(
         "--corpora-dir",
         type=Path,
         default=None,
@@ -181,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pipeline = load_pipeline_cases(paths.pipeline) if paths.pipeline.exists() else ()
             baseline = load_baseline(paths.baseline)
         if args.only != "tuning" and paths.dev.is_dir():
-            corpora, missing = load_dev_corpora(paths.dev, paths.corpora)
+            corpora, missing = load_dev_corpora(paths.dev, paths.corpora, args.writer)
     except (CaseFileError, BaselineError) as exc:
         return _usage(parser, str(exc))
     if args.corpus:
@@ -191,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _usage(parser, f"no development cases for corpus {', '.join(unknown)}")
         corpora = tuple(c for c in corpora if c.name in args.corpus)
         missing = tuple(m for m in missing if m.name in args.corpus)
+    if args.writer and args.only != "tuning" and not corpora and not missing:
+        return _usage(parser, f"no development case file by writer {', '.join(args.writer)}")
     if args.only == "dev" and not corpora and not missing:
         return _usage(parser, f"no development cases under {paths.dev}")
     return asyncio.run(_evaluate(args, paths, golden, pipeline, baseline, corpora, missing))

@@ -12,7 +12,7 @@ tuned on, `holdout` cases are only ever reported in aggregate (`--split holdout|
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -87,17 +87,25 @@ class MissingCorpus:
 
 
 def load_dev_corpora(
-    dev_dir: Path, corpora_dir: Path
+    dev_dir: Path, corpora_dir: Path, writers: Collection[str] | None = None
 ) -> tuple[tuple[DevCorpus, ...], tuple[MissingCorpus, ...]]:
-    """The corpora with cases under `dev_dir/cases`, split into runnable and missing ones.
+    """The corpora with cases under `dev_dir/cases`, split into runnable and missing ones;
+    with `writers`, only the cases of the files `<corpus>.<writer>.json` of those writers (a
+    file written later is reported apart from the ones before it). Ids are checked across
+    every file.
 
     Order: the bundled knowledge base first, then the public corpora by name.
     """
+    every: dict[str, list[DevCase]] = {}
     by_corpus: dict[str, list[DevCase]] = {}
     for path in sorted((dev_dir / "cases").glob("*.json")):
-        by_corpus.setdefault(path.name.split(".", 1)[0], []).extend(_load(path))
+        corpus, _, writer = path.name.removesuffix(".json").partition(".")
+        cases = _load(path)
+        every.setdefault(corpus, []).extend(cases)
+        if writers is None or writer in writers:
+            by_corpus.setdefault(corpus, []).extend(cases)
     seen: dict[str, str] = {}
-    for corpus, cases in by_corpus.items():
+    for corpus, cases in every.items():
         for case in cases:
             if case.id in seen:
                 raise CaseFileError(
