@@ -2,12 +2,7 @@
 
 See docs/ledger.md#key-layout.
 
-Keys put the run id in a hash tag so that a run's entry keys and its index share one
-Redis Cluster slot, which is what lets a Lua script touch both:
-
-    lk:ledger:{<run_id>}:<tool_call_id>   hash: the entry fields, `body` = the response bytes
-    lk:ledger-run:{<run_id>}              zset: tool_call_id scored by first-write time (ms)
-
+The keys and an entry's fields are laid out in ledger_redis_layout.py.
 Every transition is one Lua script (ledger_redis_scripts.py), so the check and the write are
 atomic in Redis, and a retry of a caller's own write is answered as a success.
 """
@@ -16,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Self, cast
 
@@ -30,12 +25,20 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from lookup_knowledge.adapters import ledger_redis_scripts as scripts
+from lookup_knowledge.adapters.ledger_redis_layout import (
+    SERVED_FIELDS,
+    SUMMARY_FIELDS,
+    entry_key,
+    entry_of,
+    fields_of,
+    pairs,
+    run_index_key,
+)
 from lookup_knowledge.adapters.ledger_redis_lean import LeanScripts, Script
-from lookup_knowledge.domain.errors import InvalidRequest, LedgerUnavailable, NotFound, Overloaded
+from lookup_knowledge.domain.errors import LedgerUnavailable, NotFound, Overloaded
 from lookup_knowledge.domain.ledger import (
     TOOL_NAME,
     LedgerEntry,
-    LedgerStatus,
     RunPage,
     sha256_hex,
     utc_now_iso,
@@ -48,45 +51,6 @@ CONNECT_TIMEOUT_S = 1.0
 SOCKET_TIMEOUT_S = 2.0
 POOL_TIMEOUT_S = 1.0
 MAX_CONNECTIONS = 40
-
-# What the run listing shows of an entry: everything but the body.
-_SUMMARY_FIELDS = (
-    "run_id",
-    "tool_call_id",
-    "tool_name",
-    "status",
-    "query_sha256",
-    "created_at",
-    "evidence_status",
-    "result_sha256",
-    "error",
-)
-
-
-# The hash fields an entry is read back from; HMGET of these (not HGETALL) halves the reply a
-# batch read has to parse, and leaves the claim token in the store.
-_SERVED_FIELDS = (
-    b"run_id",
-    b"tool_call_id",
-    b"tool_name",
-    b"status",
-    b"query_sha256",
-    b"created_at",
-    b"evidence_status",
-    b"body",
-    b"result_sha256",
-    b"error",
-)
-
-
-def entry_key(run_id: str, tool_call_id: str) -> str:
-    """The entry's key; the run id is the hash tag."""
-    return f"lk:ledger:{{{_tag(run_id)}}}:{tool_call_id}"
-
-
-def run_index_key(run_id: str) -> str:
-    """The run's index key, in the same cluster slot as the run's entries."""
-    return f"lk:ledger-run:{{{_tag(run_id)}}}"
 
 
 class RedisLedger:
@@ -191,7 +155,7 @@ class RedisLedger:
             raise
         if reply is None:
             return None
-        return _entry(_pairs(cast(Sequence[bytes], reply)))
+        return entry_of(pairs(cast(Sequence[bytes], reply)))
 
     async def complete(
         self,
@@ -240,7 +204,7 @@ class RedisLedger:
         with _store_errors("read"):
             await self._ready()
             fields = await cast(Any, self._client.hgetall(key))
-        return _entry(fields) if fields else None
+        return entry_of(fields) if fields else None
 
     async def list_run(
         self, run_id: str, *, after: str | None, limit: int, with_bodies: bool
@@ -260,12 +224,12 @@ class RedisLedger:
                     if with_bodies:
                         pipe.hgetall(key)
                     else:
-                        pipe.hmget(key, _SUMMARY_FIELDS)
+                        pipe.hmget(key, SUMMARY_FIELDS)
                 replies: list[Any] = await pipe.execute() if listed else []
-        rows = replies if with_bodies else [_fields(_SUMMARY_FIELDS, r) for r in replies]
+        rows = replies if with_bodies else [fields_of(SUMMARY_FIELDS, r) for r in replies]
         # Index members outlive entries that expired earlier; those are simply skipped.
         return RunPage(
-            entries=tuple(_entry(fields) for fields in rows if fields),
+            entries=tuple(entry_of(fields) for fields in rows if fields),
             next_cursor=listed[-1] if len(page) > limit else None,
         )
 
@@ -288,17 +252,17 @@ class RedisLedger:
             await self._ready()
             async with self._client.pipeline(transaction=False) as pipe:
                 for tool_call_id in ids:
-                    pipe.hmget(entry_key(run_id, tool_call_id), _SERVED_FIELDS)
+                    pipe.hmget(entry_key(run_id, tool_call_id), SERVED_FIELDS)
                 replies: list[list[bytes | None]] = await pipe.execute()
         found: dict[str, LedgerEntry] = {}
         for tool_call_id, values in zip(ids, replies, strict=True):
             fields = {
                 name: value
-                for name, value in zip(_SERVED_FIELDS, values, strict=True)
+                for name, value in zip(SERVED_FIELDS, values, strict=True)
                 if value is not None
             }
             if fields:
-                found[tool_call_id] = _entry(fields)
+                found[tool_call_id] = entry_of(fields)
         return found
 
     async def _transition(
@@ -352,12 +316,6 @@ def _pool_ran_dry(exc: BaseException) -> bool:
     return isinstance(exc, RedisConnectionError) and isinstance(exc.__cause__, TimeoutError)
 
 
-def _tag(run_id: str) -> str:
-    if not run_id or "{" in run_id or "}" in run_id:
-        raise InvalidRequest("run_id must be non-empty and contain no braces")
-    return run_id
-
-
 def _head(run_id: str, tool_call_id: str, token: str, query_sha256: str) -> list[EncodableT]:
     """ARGV[1..6], common to every transition script."""
     return [run_id, tool_call_id, TOOL_NAME, token, query_sha256, utc_now_iso()]
@@ -365,38 +323,6 @@ def _head(run_id: str, tool_call_id: str, token: str, query_sha256: str) -> list
 
 def _score() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fields(names: Sequence[str], values: Sequence[bytes | None]) -> dict[bytes, bytes]:
-    """HMGET's answer as a mapping of the fields that are set ({} for a missing entry)."""
-    return {n.encode(): v for n, v in zip(names, values, strict=True) if v is not None}
-
-
-def _pairs(flat: Sequence[bytes]) -> dict[bytes, bytes]:
-    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
-
-
-def _entry(fields: Mapping[bytes, bytes]) -> LedgerEntry:
-    def text(name: str) -> str | None:
-        raw = fields.get(name.encode())
-        return raw.decode("utf-8") if raw is not None else None
-
-    status = text("status")
-    if status not in set(LedgerStatus):
-        # Only the scripts above write these keys; anything else is not evidence (fail closed).
-        raise LedgerUnavailable("ledger entry in Redis is malformed", details={"status": status})
-    return LedgerEntry(
-        run_id=text("run_id") or "",
-        tool_call_id=text("tool_call_id") or "",
-        tool_name=text("tool_name") or TOOL_NAME,
-        status=LedgerStatus(status),
-        query_sha256=text("query_sha256") or "",
-        created_at=text("created_at") or "",
-        evidence_status=text("evidence_status"),
-        body=fields.get(b"body"),
-        result_sha256=text("result_sha256"),
-        error=text("error"),
-    )
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "SOCKET_TIMEOUT_S", "RedisLedger", "entry_key", "run_index_key"]
