@@ -54,6 +54,7 @@ def test_rows_record_the_rank_first_document_and_whether_it_answers(tmp_path: Pa
     rows = rows_for("tiny", index, queries)
 
     assert [r.right for r in rows] == [True, False, False]
+    assert [r.answerable for r in rows] == [True, True, False]
     assert rows[0].features is not None and len(rows[0].features) == len(scoring.FEATURES)
     assert rows[2].features is None
 
@@ -69,3 +70,22 @@ def test_the_report_prints_the_fitted_constants_and_one_auc_line_per_set() -> No
 
     assert lines[1].split()[0] == scoring.FEATURES[0]
     assert sum(line.strip().startswith(("a ", "b ")) for line in lines) == 2
+
+
+def test_the_report_counts_right_rank_first_documents_of_answerable_cases_only() -> None:
+    features = (0.5, 0.25, 0.5, 0.5)
+    rows = [
+        Row("a", features, True),
+        Row("a", features, False),
+        Row("a", None, False),
+        Row("a", features, False, answerable=False),  # a negative: never right, not counted
+        Row("b", (0.9, 0.45, 0.9, 0.1), True),
+        Row("b", (0.1, 0.05, 0.1, 0.9), False, answerable=False),
+    ]
+
+    lines = report(rows)
+
+    [line_a] = [line for line in lines if line.strip().startswith("a ")]
+    [line_b] = [line for line in lines if line.strip().startswith("b ")]
+    assert line_a.endswith("0.333 (1/3)")
+    assert line_b.endswith("1.000 (1/1)")

@@ -12,8 +12,9 @@ regression (Newton's method, a light ridge) over all rows gives `WEIGHTS` and `B
 It prints them, then for each set the AUC of the top quality (right top documents against
 wrong ones and negatives) three ways: with the engine's current constants, with the constants
 fitted here, and fitted on every other set but that one (leave one set out), which shows how
-the grade carries over to a corpus the fit has not seen (docs/retrieval.md#calibration).
-Holdout cases are never read.
+the grade carries over to a corpus the fit has not seen (docs/retrieval.md#calibration);
+and the ranking alone, with no threshold: how many of the set's answerable cases have a
+right rank-first document. Holdout cases are never read.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Row:
     label: str  # the set the case belongs to
     features: tuple[float, ...] | None
     right: bool
+    answerable: bool = True  # False for a negative case (no document answers it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +58,14 @@ def rows_for(label: str, index: KnowledgeIndex, queries: Sequence[Query]) -> lis
     rows = []
     for query in queries:
         graded = index.grade(query.text, query.filters)
+        answerable = bool(query.relevant)
         if isinstance(graded, NoEvidenceBasis):
-            rows.append(Row(label, None, False))
+            rows.append(Row(label, None, False, answerable))
             continue
         first = int(graded.order[0])
         source = index.chunk(int(graded.candidates[first])).source
         features = tuple(float(v) for v in graded.features[first])
-        rows.append(Row(label, features, source in query.relevant))
+        rows.append(Row(label, features, source in query.relevant, answerable))
     return rows
 
 
@@ -138,17 +141,24 @@ def report(rows: Sequence[Row]) -> list[str]:
     lines += [f"  {'bias':<20} {bias:8.3f}", ""]
     lines.append(
         f"{'AUC of the top quality':<24}{'cases':>6}{'current':>9}{'fitted':>9}{'left out':>10}"
+        f"{'rank-first right, no threshold':>34}"
     )
     for label in dict.fromkeys(r.label for r in rows):
         inside = [r for r in rows if r.label == label]
         others = [r for r in rows if r.label != label]
         right = np.array([r.right for r in inside])
         loco = fit(*training(others))
+        answerable = [r for r in inside if r.answerable]
+        ranked = sum(r.right for r in answerable)
+        share = (
+            f"{ranked / len(answerable):.3f} ({ranked}/{len(answerable)})" if answerable else "-"
+        )
         lines.append(
             f"  {label:<22}{len(inside):>6}"
             f"{auc(predict(inside, *current), right):9.3f}"
             f"{auc(predict(inside, weights, bias), right):9.3f}"
             f"{auc(predict(inside, *loco), right):10.3f}"
+            f"{share:>34}"
         )
     return lines
 
