@@ -76,7 +76,8 @@ def entry_of(fields: Mapping[bytes, bytes]) -> LedgerEntry:
 
     status = text("status")
     if status not in set(LedgerStatus):
-        # Only the scripts above write these keys; anything else is not evidence (fail closed).
+        # Only the ledger's scripts (ledger_redis_scripts.py) write these keys; anything else is
+        # not evidence (fail closed).
         raise LedgerUnavailable("ledger entry in Redis is malformed", details={"status": status})
     return LedgerEntry(
         run_id=text("run_id") or "",
