@@ -54,7 +54,9 @@ MAX_CONNECTIONS = 40
 
 
 class RedisLedger:
-    """The deployed ledger backend; one pooled client, opened and closed by the lifespan."""
+    """The deployed ledger backend: a pooled redis-py client, and on a standalone Redis behind a
+    plain `redis://` URL a lean client with a pool of its own for the lookup's transitions;
+    opened and closed by the lifespan."""
 
     def __init__(
         self,
@@ -94,9 +96,10 @@ class RedisLedger:
         pool_timeout_s: float = POOL_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
     ) -> Self:
-        """Build the pooled client (one timeout per thing, one immediate retry); connects lazily.
+        """Build the pooled client (one timeout per thing, one immediate retry), and the lean
+        client where the URL allows one (docs/ledger.md#timeouts); both connect lazily.
 
-        The pool is bounded: a flood of callers waits up to `pool_timeout_s` for a connection
+        Each pool is bounded: a flood of callers waits up to `pool_timeout_s` for a connection
         instead of opening one each. With `cluster`, `url` names any node of a Redis Cluster
         (bounded per node, refusing at once past the bound): a run's keys share one slot (the
         hash tag), so every script still touches a single node.
@@ -125,7 +128,7 @@ class RedisLedger:
         return cls(client, ttl_s=ttl_s, pending_ttl_s=pending_ttl_s, lean=lean)
 
     async def aclose(self) -> None:
-        """Close the client and its pool."""
+        """Close the clients and their pools."""
         if self._lean is not None:
             await self._lean.aclose()
         await self._client.aclose()
