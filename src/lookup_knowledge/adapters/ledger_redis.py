@@ -313,7 +313,8 @@ def _store_errors(operation: str) -> Iterator[None]:
 
 
 def _pool_ran_dry(exc: BaseException) -> bool:
-    """BlockingConnectionPool's wait timed out, or a cluster node's pool is at its bound."""
+    """BlockingConnectionPool's or the lean client's wait timed out, or a cluster node's pool is
+    at its bound."""
     if isinstance(exc, MaxConnectionsError):
         return True
     return isinstance(exc, RedisConnectionError) and isinstance(exc.__cause__, TimeoutError)
