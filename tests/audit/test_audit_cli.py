@@ -259,6 +259,30 @@ def test_requeue_with_the_database_down_changes_nothing_and_exits_2(
     assert (spool / QUARANTINE_FILE).read_bytes() == before
 
 
+def test_an_outage_midway_keeps_the_untried_rows_and_drops_the_written_ones(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "spool"
+    first, second = make_record(1), make_record(2)
+    quarantine = Quarantine(spool)
+    quarantine.add(first, "refused")
+    quarantine.add(second, "refused")
+    written: list[str] = []
+
+    def write(row: AuditRow) -> None:
+        if written:
+            raise ConnectionError("database went away")
+        written.append(row.invocation_id)
+
+    result = requeue(spool, write, lambda exc: (False, str(exc)))
+
+    assert result.written == [first.invocation_id] == written
+    assert result.stopped == "database went away" and result.untried == 1
+    [entry] = read_entries(spool / QUARANTINE_FILE)
+    assert entry["invocation_id"] == second.invocation_id
+    assert "requeue_reason" not in entry
+
+
 def test_rows_quarantined_during_a_requeue_and_unreadable_lines_are_kept(
     tmp_path: Path,
 ) -> None:
