@@ -6,7 +6,7 @@
 Both run on the service's own stack: FastAPI, the uvicorn event loop and HTTP implementation
 that `lookup-knowledge serve` uses (read from `serving.uvicorn_options`, without its
 connection guard), and, for the pass-through, the same pooled py-rag client
-(`adapters.pyrag.pyrag_http_client`, same timeouts and pool size). So whatever the service
+(`app.remote_pyrag_client`, same timeouts and pool size). So whatever the service
 costs beyond them is its own work: the ledger, the pipeline, the audit, the guard.
 
 * passthrough: `POST /lookup_knowledge` forwards the request body to py-rag's search and
@@ -24,7 +24,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, Request, Response
 
-from lookup_knowledge.adapters.pyrag import SEARCH_PATH, pyrag_http_client
+from lookup_knowledge.adapters.pyrag import SEARCH_PATH
+from lookup_knowledge.app import remote_pyrag_client
 from lookup_knowledge.serving import uvicorn_options
 from lookup_knowledge.settings import Settings
 
@@ -44,15 +45,7 @@ def stack_options(settings: Settings) -> dict[str, Any]:
 def passthrough_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        assert settings.pyrag_base_url is not None
-        async with pyrag_http_client(
-            settings.pyrag_base_url,
-            connect_timeout_s=settings.pyrag_connect_timeout_s,
-            timeout_s=settings.pyrag_timeout_s,
-            pool_timeout_s=settings.pyrag_pool_timeout_s,
-            max_connections=settings.pool_connections,
-            transport=settings.pyrag_http_transport,
-        ) as client:
+        async with remote_pyrag_client(settings) as client:
             app.state.client = client
             yield
 

@@ -43,17 +43,23 @@ EMBEDDED_PYRAG_URL = "http://embedded-pyrag"
 AUDIT_FLUSH_TIMEOUT_S = 10.0
 
 
+def remote_pyrag_client(settings: Settings) -> httpx.AsyncClient:
+    """The pooled client to PYRAG_BASE_URL, with the configured timeouts, pool and transport."""
+    assert settings.pyrag_base_url is not None
+    return pyrag_http_client(
+        settings.pyrag_base_url,
+        connect_timeout_s=settings.pyrag_connect_timeout_s,
+        timeout_s=settings.pyrag_timeout_s,
+        pool_timeout_s=settings.pyrag_pool_timeout_s,
+        max_connections=settings.pool_connections,
+        transport=settings.pyrag_http_transport,
+    )
+
+
 async def open_pyrag_http(settings: Settings, stack: AsyncExitStack) -> httpx.AsyncClient:
     """One pooled client per process: to PYRAG_BASE_URL, or in memory to the embedded engine."""
     if settings.pyrag_base_url is not None:
-        client = pyrag_http_client(
-            settings.pyrag_base_url,
-            connect_timeout_s=settings.pyrag_connect_timeout_s,
-            timeout_s=settings.pyrag_timeout_s,
-            pool_timeout_s=settings.pyrag_pool_timeout_s,
-            max_connections=settings.pool_connections,
-            transport=settings.pyrag_http_transport,
-        )
+        client = remote_pyrag_client(settings)
     else:
         from lookup_knowledge.engine.app import create_engine_app
 
