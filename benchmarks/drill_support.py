@@ -206,22 +206,11 @@ class Connection:
         await writer.drain()
         sent_at = time.perf_counter()
         raw = await reader.readuntil(b"\r\n\r\n")
-        lines = raw.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ")[1])
-        headers = {}
-        for line in lines[1:]:
-            if ":" in line:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
+        status, headers = _head(raw)
         content = await reader.readexactly(int(headers.get("content-length", "0")))
         if close or headers.get("connection", "").lower() == "close":
             await self.close()
-        code = None
-        if status >= 400:
-            try:
-                code = json.loads(content)["error"]["code"]
-            except (ValueError, KeyError, TypeError):
-                code = "?"
+        code = _error_code(status, content)
         return Answer(status=status, code=code, headers=headers, body=content, sent_at=sent_at)
 
     async def close(self) -> None:
@@ -288,19 +277,30 @@ class _Exchange(asyncio.Protocol):
 
 def _parse(raw: bytes, done_at: float) -> Answer:
     head, _, content = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split(" ")[1])
+    status, headers = _head(head)
+    code = _error_code(status, content)
+    return Answer(status=status, code=code, headers=headers, body=content, done_at=done_at)
+
+
+def _head(raw: bytes) -> tuple[int, dict[str, str]]:
+    """The status and the headers (lower-cased names) of an answer's head."""
+    lines = raw.decode("latin-1").split("\r\n")
     headers = {}
     for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    code = None
-    if status >= 400:
-        try:
-            code = json.loads(content)["error"]["code"]
-        except (ValueError, KeyError, TypeError):
-            code = "?"
-    return Answer(status=status, code=code, headers=headers, body=content, done_at=done_at)
+        if ":" in line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split(" ")[1]), headers
+
+
+def _error_code(status: int, content: bytes) -> str | None:
+    """The envelope's error code of an error answer ("?" when it has none)."""
+    if status < 400:
+        return None
+    try:
+        return str(json.loads(content)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return "?"
 
 
 def encode_request(method: str, path: str, payload: object | None = None) -> bytes:
