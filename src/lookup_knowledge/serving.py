@@ -171,14 +171,22 @@ class _Guard:
         if data:
             self._feed(data)
 
-    def _feed(self, data: bytes) -> None:
-        """The protocol's own data_received."""
-        raise NotImplementedError
-
-    def _guard_connection_made(self) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
         if len(self.connections) > self.max_connections:
             self._refused = True  # answered once the client has spoken: see data_received
         self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            self._refuse_over_capacity()
+            return
+        if not self._paced(data):
+            self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """The protocol's own data_received."""
+        super().data_received(data)  # type: ignore[misc]
 
     def _await_head(self) -> None:
         self._head_arrived()
@@ -225,20 +233,9 @@ class GuardedH11Protocol(_Guard, H11Protocol):
         super().__init__(*args, **kwargs)
         self._guard_init()
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._guard_connection_made()
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            self._refuse_over_capacity()
-            return
-        if not self._paced(data):
-            self._feed(data)
-
     def _feed(self, data: bytes) -> None:
         cycle = self.cycle
-        super().data_received(data)
+        super()._feed(data)
         if self.cycle is not cycle:
             self._head_arrived()
 
@@ -279,20 +276,6 @@ class GuardedHttpToolsProtocol(_Guard, HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._guard_init()
         self._head_bytes = 0
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._guard_connection_made()
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            self._refuse_over_capacity()
-            return
-        if not self._paced(data):
-            super().data_received(data)
-
-    def _feed(self, data: bytes) -> None:
-        super().data_received(data)
 
     def on_message_begin(self) -> None:
         self._head_bytes = 0
