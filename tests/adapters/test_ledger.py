@@ -11,7 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -573,27 +573,43 @@ async def test_the_redis_client_fails_fast_by_configuration(redis_url: str) -> N
         await ledger.aclose()
 
 
+class Relay:
+    """What a test proxy to Redis does with one connection: by default, passes everything."""
+
+    def passes(self, request: bytes) -> bool:
+        """False: the connection is closed, and this request is not passed on."""
+        return True
+
+    def hold_s(self) -> float:
+        """How long to hold the next answer before passing it on."""
+        return 0.0
+
+
 @asynccontextmanager
-async def slow_answers(redis_url: str, delay_s: float) -> AsyncIterator[str]:
-    """A TCP proxy to Redis that passes everything at once, except that it holds the answers
-    to ledger scripts (EVALSHA) and to commands sent after them for `delay_s`."""
+async def redis_proxy(redis_url: str, relay: Callable[[int], Relay]) -> AsyncIterator[str]:
+    """A TCP proxy to Redis; `relay(n)` rules the n-th connection (from 1)."""
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    connections = 0
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        rules = relay(connections)
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
-        scripted = asyncio.Event()
 
         async def requests() -> None:
             while chunk := await reader.read(65536):
-                if b"EVALSHA" in chunk:
-                    scripted.set()
+                if not rules.passes(chunk):
+                    writer.close()
+                    up_writer.close()
+                    return
                 up_writer.write(chunk)
                 await up_writer.drain()
 
         async def answers() -> None:
             while chunk := await up_reader.read(65536):
-                if scripted.is_set():
-                    await asyncio.sleep(delay_s)
+                if held := rules.hold_s():
+                    await asyncio.sleep(held)
                 writer.write(chunk)
                 await writer.drain()
 
@@ -606,6 +622,23 @@ async def slow_answers(redis_url: str, delay_s: float) -> AsyncIterator[str]:
     async with server:
         yield f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0"
         server.close()
+
+
+def slow_answers(redis_url: str, delay_s: float) -> AbstractAsyncContextManager[str]:
+    """A proxy that passes everything at once, except that it holds the answers to ledger
+    scripts (EVALSHA) and to commands sent after them for `delay_s`."""
+
+    class HoldAfterScript(Relay):
+        scripted = False
+
+        def passes(self, request: bytes) -> bool:
+            self.scripted = self.scripted or b"EVALSHA" in request
+            return True
+
+        def hold_s(self) -> float:
+            return delay_s if self.scripted else 0.0
+
+    return redis_proxy(redis_url, lambda _: HoldAfterScript())
 
 
 @pytest.mark.redis
@@ -817,42 +850,15 @@ async def test_the_lean_path_logs_in_and_selects_the_database(tmp_path: Path) ->
             await admin.aclose()
 
 
-@asynccontextmanager
-async def drops_first_script(redis_url: str) -> AsyncIterator[str]:
-    """A TCP proxy to Redis that closes its first connection on that connection's first
-    script (EVALSHA) without passing it on; everything else passes."""
-    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
-    connections = 0
+def drops_first_script(redis_url: str) -> AbstractAsyncContextManager[str]:
+    """A proxy that closes its first connection on that connection's first script (EVALSHA)
+    without passing it on; everything else passes."""
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
-        first = connections == 1
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+    class DropOnScript(Relay):
+        def passes(self, request: bytes) -> bool:
+            return b"EVALSHA" not in request
 
-        async def requests() -> None:
-            while chunk := await reader.read(65536):
-                if first and b"EVALSHA" in chunk:
-                    writer.close()
-                    up_writer.close()
-                    return
-                up_writer.write(chunk)
-                await up_writer.drain()
-
-        async def answers() -> None:
-            while chunk := await up_reader.read(65536):
-                writer.write(chunk)
-                await writer.drain()
-
-        with suppress(OSError, asyncio.CancelledError):
-            await asyncio.gather(requests(), answers())
-        writer.close()
-        up_writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    async with server:
-        yield f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}/0"
-        server.close()
+    return redis_proxy(redis_url, lambda n: DropOnScript() if n == 1 else Relay())
 
 
 @pytest.mark.redis
