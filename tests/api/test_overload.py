@@ -61,23 +61,31 @@ async def wait_until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the condition never held")
 
 
+class HeldPyrag:
+    """A py-rag that answers only once `release` is set; `asked` tells a request arrived."""
+
+    def __init__(self) -> None:
+        self.asked, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, _: httpx.Request) -> httpx.Response:
+        self.asked.set()
+        await self.release.wait()
+        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+
+
 async def test_lookups_beyond_the_limit_are_refused_before_the_ledger_and_retry_at_once(
     open_client: OpenClient, audit: RecordingAudit
 ) -> None:
-    release = asyncio.Event()
-
-    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
-        await release.wait()
-        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+    pyrag = HeldPyrag()
 
     async with (
         open_client(audit=audit, max_concurrent_lookups=2, lookup_queue_max=0) as client,
         respx.mock() as mock,
     ):
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=pyrag)
         calls = [asyncio.ensure_future(client.post(LOOKUP, json=body(f"c{i}"))) for i in range(5)]
         await wait_until(lambda: sum(call.done() for call in calls) == 3)
-        release.set()
+        pyrag.release.set()
         answers = [await call for call in calls]
         refused = [i for i, a in enumerate(answers) if a.status_code == 503]
         entries = [await client.get(f"/ledger/run-burst/c{i}") for i in refused]
@@ -105,12 +113,7 @@ async def test_lookups_beyond_the_limit_are_refused_before_the_ledger_and_retry_
 async def test_a_shed_call_without_a_valid_token_leaves_no_row(
     open_client: OpenClient, audit: RecordingAudit
 ) -> None:
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
-        asked.set()
-        await release.wait()
-        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+    pyrag = HeldPyrag()
 
     token = "agent-secret-1"
     good = {"Authorization": f"Bearer {token}"}
@@ -120,14 +123,14 @@ async def test_a_shed_call_without_a_valid_token_leaves_no_row(
         ) as client,
         respx.mock() as mock,
     ):
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=pyrag)
         held = asyncio.ensure_future(client.post(LOOKUP, json=body("held"), headers=good))
-        await asyncio.wait_for(asked.wait(), 10)
+        await asyncio.wait_for(pyrag.asked.wait(), 10)
         anonymous = await client.post(LOOKUP, json=body("anon"))
         wrong = await client.post(LOOKUP, json=body("wrong"), headers={"Authorization": "Bearer x"})
         not_json = await client.post(LOOKUP, content=b"{", headers=good)
         shed = await client.post(LOOKUP, json=body("shed"), headers=good)
-        release.set()
+        pyrag.release.set()
         assert (await held).status_code == 200
 
     assert [r.status_code for r in (anonymous, wrong, not_json, shed)] == [503] * 4
@@ -139,12 +142,7 @@ async def test_a_shed_call_without_a_valid_token_leaves_no_row(
 async def test_a_shed_call_is_let_in_by_the_same_token_rules_as_the_route(
     open_client: OpenClient, audit: RecordingAudit
 ) -> None:
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
-        asked.set()
-        await release.wait()
-        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+    pyrag = HeldPyrag()
 
     tokens = {"lookup_api_tokens": "agent-1,agent-2", "ledger_api_tokens": "guard-1"}
     presented = {
@@ -158,18 +156,18 @@ async def test_a_shed_call_is_let_in_by_the_same_token_rules_as_the_route(
         open_client(audit=audit, max_concurrent_lookups=1, lookup_queue_max=0, **tokens) as client,
         respx.mock() as mock,
     ):
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=pyrag)
         held = asyncio.ensure_future(
             client.post(LOOKUP, json=body("held"), headers={"Authorization": "Bearer agent-1"})
         )
-        await asyncio.wait_for(asked.wait(), 10)
+        await asyncio.wait_for(pyrag.asked.wait(), 10)
         answers = [
             await client.post(
                 LOOKUP, json=body(call), headers={"Authorization": value.encode("latin-1")}
             )
             for call, value in presented.items()
         ]
-        release.set()
+        pyrag.release.set()
         assert (await held).status_code == 200
 
     assert [a.status_code for a in answers] == [503] * len(presented)
@@ -182,12 +180,7 @@ async def test_a_shed_call_is_let_in_by_the_same_token_rules_as_the_route(
 async def test_shed_answers_are_the_error_envelope_each_with_its_own_request_id(
     open_client: OpenClient,
 ) -> None:
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
-        asked.set()
-        await release.wait()
-        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+    pyrag = HeldPyrag()
 
     async with (
         open_client(
@@ -195,14 +188,14 @@ async def test_shed_answers_are_the_error_envelope_each_with_its_own_request_id(
         ) as client,
         respx.mock() as mock,
     ):
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=pyrag)
         held = asyncio.ensure_future(client.post(LOOKUP, json=body("held")))
-        await asyncio.wait_for(asked.wait(), 10)
+        await asyncio.wait_for(pyrag.asked.wait(), 10)
         queued = asyncio.ensure_future(client.post(LOOKUP, json=body("queued")))
         await asyncio.sleep(0)  # let it take the one place in the queue
         full = [await client.post(LOOKUP, json=body(f"full{i}")) for i in range(3)]
         timed_out = await queued
-        release.set()
+        pyrag.release.set()
         assert (await held).status_code == 200
 
     reasons = {
@@ -244,22 +237,17 @@ async def test_a_lookup_waits_in_the_queue_for_a_free_slot(open_client: OpenClie
 
 
 async def test_mcp_calls_share_the_lookup_limit(open_client: OpenClient) -> None:
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def slow_pyrag(_: httpx.Request) -> httpx.Response:
-        asked.set()
-        await release.wait()
-        return httpx.Response(200, json=pyrag_body([raw_hit("gw#chunk-1", 0.9)]))
+    pyrag = HeldPyrag()
 
     async with (
         open_client(audit=RecordingAudit(), max_concurrent_lookups=1, lookup_queue_max=0) as client,
         respx.mock() as mock,
     ):
-        mock.post(PYRAG_SEARCH_URL).mock(side_effect=slow_pyrag)
+        mock.post(PYRAG_SEARCH_URL).mock(side_effect=pyrag)
         holder = asyncio.ensure_future(client.post(LOOKUP, json=body("held")))
-        await asyncio.wait_for(asked.wait(), timeout=5)
+        await asyncio.wait_for(pyrag.asked.wait(), timeout=5)
         refused = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-        release.set()
+        pyrag.release.set()
         held = await holder
 
     assert held.status_code == 200
