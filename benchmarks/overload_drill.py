@@ -18,6 +18,9 @@ any number of calls in --pyrag-delay-ms) and `lookup-knowledge serve` as real pr
 3. --shed (on by default): every id shed with 503 OVERLOADED is sent again right away, all of
    them, by 8 clients: how many succeed at once (the shed left no claim behind), how fast;
 4. every other id that did not get 200 is sent again, sequentially: does it succeed?
+   With --rounds N, steps 2 to 4 run N times, each round after a closed loop at the best
+   client count of step 1: the ratio of each burst to the maximum measured just before it,
+   and their median (the maximum of a shared machine moves between runs a minute apart);
 5. right after the burst, --after lookups, one every 2 s: do they succeed, how fast?
 6. once the service has stopped, the audit rows against the answers: one row per call, the
    shed ones included (`error_code` OVERLOADED).
@@ -31,6 +34,7 @@ import argparse
 import asyncio
 import collections
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -138,26 +142,76 @@ async def drill(args: argparse.Namespace, svc: Service) -> int:
     for i in range(30):  # warm-up: imports, pools, scripts
         await one_shot(port, "POST", LOOKUP, lookup_body(f"warm-{stamp}", f"w{i}"))
 
-    best = 0.0
+    best, best_workers = 0.0, args.closed_loop[0]
     for workers in args.closed_loop:
-        cpu = svc.cpu_seconds()
-        rate, failed, done = await closed_loop(port, f"loop-{stamp}", workers, args.loop_seconds)
+        rate, done = await measured_loop(svc, f"loop-{stamp}", workers, args.loop_seconds)
         sent += done
-        used = (svc.cpu_seconds() - cpu) / args.loop_seconds
-        print(
-            f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200), "
-            f"service CPU {100 * used:.0f}% of a core"
-        )
-        best = max(best, rate)
-    print(f"closed-loop maximum: {best:.1f} lookups/s")
+        if rate > best:
+            best, best_workers = rate, workers
+    print(f"closed-loop maximum: {best:.1f} lookups/s ({best_workers} clients)")
     if args.burst == 0:
         return sent
 
-    run_id = f"burst-{stamp}"
+    ratios = []
+    for round_no in range(args.rounds):
+        if round_no:
+            # Each later round measures the maximum again right before its burst: on a shared
+            # machine the maximum moves between runs a minute apart.
+            print(f"\nround {round_no + 1} of {args.rounds}")
+            best, done = await measured_loop(
+                svc, f"loop-{stamp}-{round_no}", best_workers, args.loop_seconds
+            )
+            sent += done
+        ratio, done = await burst_round(args, svc, f"burst-{stamp}-{round_no}", best)
+        sent += done
+        if ratio is not None:
+            ratios.append(ratio)
+    if len(ratios) > 1:
+        listed = ", ".join(f"{100 * r:.0f}%" for r in ratios)
+        print(
+            f"\n200s from each burst's start against the closed-loop maximum measured just "
+            f"before it: {listed}; median {100 * statistics.median(ratios):.0f}%"
+        )
+
+    after = []
+    for i in range(args.after):
+        after.append(await one_shot(port, "POST", LOOKUP, lookup_body(f"after-{stamp}", f"a{i}")))
+        if i < args.after - 1:
+            await asyncio.sleep(args.after_gap_s)
+    latencies = ", ".join(f"{a.latency_s * 1000:.0f}" for a in after)
+    print(
+        f"after the burst, {args.after} lookups {args.after_gap_s:g} s apart: "
+        f"{histogram(after)}; latencies ms: {latencies}"
+    )
+    return sent + len(after)
+
+
+async def measured_loop(
+    svc: Service, run_id: str, workers: int, seconds: float
+) -> tuple[float, int]:
+    """One closed loop, printed with the service's CPU: (lookups/s, lookups sent)."""
+    cpu = svc.cpu_seconds()
+    rate, failed, done = await closed_loop(svc.port, run_id, workers, seconds)
+    used = (svc.cpu_seconds() - cpu) / seconds
+    print(
+        f"closed loop, {workers:3d} clients: {rate:7.1f} lookups/s  ({failed} not 200), "
+        f"service CPU {100 * used:.0f}% of a core"
+    )
+    return rate, done
+
+
+async def burst_round(
+    args: argparse.Namespace, svc: Service, run_id: str, best: float
+) -> tuple[float | None, int]:
+    """One burst, its shed ids retried and its other failures retried; prints the figures.
+
+    Returns the 200s' rate from the burst's start as a share of `best` (None without a 200)
+    and how many lookups were sent."""
+    port = svc.port
     cpu = svc.cpu_seconds()
     own_cpu = time.process_time()
     answers, started = await burst(port, run_id, args.burst, connect_in_burst=args.connect_in_burst)
-    sent += len(answers)
+    sent = len(answers)
     burst_cpu = svc.cpu_seconds() - cpu
     own_cpu = time.process_time() - own_cpu
     print(f"\nburst of {args.burst}: {histogram(answers)}")
@@ -171,18 +225,19 @@ async def drill(args: argparse.Namespace, svc: Service) -> int:
             f"start, all {len(sent_at)} after {sent_at[-1]:.2f} s; the drill's own CPU over "
             f"the burst: {own_cpu:.2f} s"
         )
+    ratio = None
     if ok:
         shed_done = sorted(a.done_at - started for a in answers if a.code == "OVERLOADED")
         print(
             f"first 200 {ok[0] - started:.2f} s after the burst's start"
             + (f"; last 503 OVERLOADED after {shed_done[-1]:.2f} s" if shed_done else "")
         )
-    if ok:
         span = ok[-1] - started
         rate = len(ok) / span
+        ratio = rate / best
         print(
             f"200s: {len(ok)} in {span:.2f} s from the burst's start = {rate:.1f} lookups/s, "
-            f"{100 * rate / best:.0f}% of the closed-loop maximum"
+            f"{100 * ratio:.0f}% of the closed-loop maximum"
         )
         if len(ok) > 1:
             steady = (len(ok) - 1) / (ok[-1] - ok[0])
@@ -219,18 +274,7 @@ async def drill(args: argparse.Namespace, svc: Service) -> int:
             f"retry at once of {len(retried)} ids that did not get 200: {histogram(retried)}; "
             f"p50 {percentile([a.latency_s for a in retried], 0.5) * 1000:.0f} ms"
         )
-
-    after = []
-    for i in range(args.after):
-        after.append(await one_shot(port, "POST", LOOKUP, lookup_body(f"after-{stamp}", f"a{i}")))
-        if i < args.after - 1:
-            await asyncio.sleep(args.after_gap_s)
-    latencies = ", ".join(f"{a.latency_s * 1000:.0f}" for a in after)
-    print(
-        f"after the burst, {args.after} lookups {args.after_gap_s:g} s apart: "
-        f"{histogram(after)}; latencies ms: {latencies}"
-    )
-    return sent + len(after)
+    return ratio, sent
 
 
 def main() -> None:
@@ -251,6 +295,12 @@ def main() -> None:
         help="retry every id shed with 503 OVERLOADED right after the burst",
     )
     parser.add_argument("--retries", type=int, default=50, help="other failed ids retried")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="bursts, each after a closed loop at the best client count: the median ratio",
+    )
     parser.add_argument("--after", type=int, default=10)
     parser.add_argument("--after-gap-s", type=float, default=2.0)
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the service")
