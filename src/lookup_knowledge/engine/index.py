@@ -177,6 +177,7 @@ class KnowledgeIndex:
             in_text=self._in_text,
             nearest=self._neighbours.nearest,
             translate=self._translations,
+            respell=self._translations.respell,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read

@@ -9,7 +9,11 @@ concept weighs depends on what the corpus knows of it:
   "memory"). A Chinese word the segmenter cut differently inside the documents is known when
   it appears verbatim in some chunk.
 * **typo** — a Latin word the corpus lacks that is within one or two edits of a corpus word
-  (`engine.fuzzy`): it stands for that word, at `TYPO_FACTOR` of its weight.
+  (`engine.fuzzy`): it stands for that word, at `TYPO_FACTOR` of its weight. Chinese
+  characters the segmenter could not read as a word the corpus knows (a word the corpus
+  lacks, or two or more lone characters in a row) that differ from a corpus word in one
+  character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word, as a typo:
+  an input method picks a homophone, not a neighbouring key.
 * **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0.
 * **unknown** — a word the corpus has never seen: it weighs `UNKNOWN_FACTOR` of the rarest
   word's weight, so a question about something the corpus lacks still falls short (a query made
@@ -34,6 +38,7 @@ typos alone: the thesaurus guesses, it does not find.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +49,9 @@ from lookup_knowledge.engine.lexicon import Lexicon
 TYPO_FACTOR = 0.8
 SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
+RESPELL_LENGTHS = (4, 3, 2)  # characters of a misspelt Chinese word, the longest tried first
+RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
+RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
 
 
 class Known(StrEnum):
@@ -79,10 +87,15 @@ class ReadQuery:
 
 
 Translate = Callable[[str], frozenset[str]]
+Respell = Callable[[str, int], str | None]
 
 
 def no_translations(word: str) -> frozenset[str]:
     return frozenset()
+
+
+def no_respelling(span: str, position: int) -> str | None:
+    return None
 
 
 def read_query(
@@ -93,14 +106,19 @@ def read_query(
     in_text: Callable[[str], bool],
     nearest: Callable[[str], str | None],
     translate: Translate = no_translations,
+    respell: Respell = no_respelling,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
-    text), `nearest` (a typo's corpus word) and `translate` (corpus words that translate a
-    word) describe the corpus."""
+    text), `nearest` (a typo's corpus word), `translate` (corpus words that translate a
+    word) and `respell` (the corpus word a span of Chinese characters misspells at a
+    position) describe the corpus."""
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
-    read = _tokens(text, lexicon, held, in_text)
+    in_text = functools.cache(in_text)  # a scan of the corpus's text: once per word and query
+    respelt = _respellings(text, held, in_text, respell)
+    misspelt = {c for _span, _word, characters in respelt for c in characters}
+    read = [t for t in _tokens(text, lexicon, held, in_text) if t.text not in misspelt]
     for token in read:
         if token.whole:
             if has_term(token.text) and token.text not in wholes:
@@ -111,10 +129,70 @@ def read_query(
         concept = _concept(token, lexicon, held, in_text, nearest)
         if concept is not None:
             concepts[token.text] = concept
+    for span, word, _characters in respelt:
+        if span not in concepts:
+            forms = tuple(sorted(v for v in lexicon.variants(word) if has_term(v)))
+            concepts[span] = Concept(span, forms or (word,), Known.TYPO)
     if lexicon.bridges:
         sequence = [t.text for t in read if not t.whole]
         _bridge(concepts, sequence, tokenize.normalize(text), lexicon, has_term)
     return ReadQuery(tuple(concepts.values()), tuple(wholes))
+
+
+def _respellings(
+    text: str, held: _Held, in_text: Callable[[str], bool], respell: Respell
+) -> list[tuple[str, str, frozenset[str]]]:
+    """The query's misspelt Chinese words: (the span as typed, the corpus word it stands for,
+    the misspelt words and characters of the span, whose tokens it replaces).
+
+    Only characters the segmenter could not read as a word the corpus knows are suspect: a
+    word of several characters that the corpus neither holds nor contains verbatim (`转包`),
+    or a lone character next to another lone one (`好 / 尽`). A span that holds one suspect
+    character, and that the corpus does not contain verbatim, is a typo when a corpus word
+    differs from it in that character only, by one that sounds alike; the longest span wins.
+    """
+    found: list[tuple[str, str, frozenset[str]]] = []
+    attempts = 0
+    for run in tokenize.cjk_runs(text):
+        if not 2 <= len(run) <= RESPELL_RUN:
+            continue
+        pieces = tokenize.segment(run)
+        suspect = [""] * len(run)  # each character's suspect piece ("" : none)
+        boundary = [False] * (len(run) + 1)  # where a piece starts
+        start = 0
+        for i, piece in enumerate(pieces):
+            boundary[start] = True
+            alone = len(piece) == 1 and (
+                (i > 0 and len(pieces[i - 1]) == 1)
+                or (i + 1 < len(pieces) and len(pieces[i + 1]) == 1)
+            )
+            unknown = len(piece) > 1 and not held.forms(piece) and not in_text(piece)
+            if alone or unknown:
+                suspect[start : start + len(piece)] = [piece] * len(piece)
+            start += len(piece)
+        if not any(suspect):
+            continue
+        used = [False] * len(run)
+        for length in RESPELL_LENGTHS:
+            for begin in range(len(run) - length + 1):
+                if not boundary[begin] or any(used[begin : begin + length]):
+                    continue
+                span = run[begin : begin + length]
+                for position in range(length):
+                    if not suspect[begin + position]:
+                        continue
+                    attempts += 1
+                    if attempts > RESPELL_ATTEMPTS:
+                        return found
+                    word = respell(span, position)
+                    if word is None or not held.has_term(word) or in_text(span):
+                        continue
+                    replaced = {suspect[j] for j in range(begin, begin + length) if suspect[j]}
+                    replaced |= {run[j] for j in range(begin, begin + length) if suspect[j]}
+                    found.append((span, word, frozenset(replaced)))
+                    used[begin : begin + length] = [True] * length
+                    break
+    return found
 
 
 def _bridge(

@@ -149,6 +149,16 @@ def dictionary_words(word: str, stopwords: Collection[str]) -> list[str]:
     return [w for w in _segmenter().cut_dictionary_only(word) if w not in stopwords]
 
 
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters of `text`, in order."""
+    return _CJK_WORD.findall(unicodedata.normalize("NFKC", text))
+
+
+def segment(run: str) -> list[str]:
+    """jieba's precise-mode words of a CJK run, stopwords kept (they are all its characters)."""
+    return _segmenter().cut(run)
+
+
 def segment_for_search(text: str) -> list[str]:
     """jieba's search-mode words of `text` (CJK runs separated by any other character)."""
     return _segmenter().cut_for_search(text)
