@@ -222,6 +222,25 @@ def test_klog_headers_source_locations_and_url_hosts_are_not_read() -> None:
     ]
 
 
+def test_dates_spelt_with_day_and_month_names_are_not_read() -> None:
+    dmesg = "[Tue Jun 11 02:41:07 2024] ixgbe eno1: NIC Link is Down"
+    syslog = "Mar  3 04:18:22 node-3 kernel: Out of memory"
+    http = "Date: Tue, 11 Jun 2024 02:41:07 GMT"
+
+    assert words(tokenize.strip_log_structure(dmesg)) == ["ixgb", "eno1", "nic", "link", "down"]
+    assert words(tokenize.strip_log_structure(syslog)) == [
+        "node",
+        "3",
+        "node-3",
+        "kernel",
+        "out",
+        "memori",
+    ]
+    assert words(tokenize.strip_log_structure(http)) == ["date"]
+    # without a time of day it is prose: the month and the day stay
+    assert words(tokenize.strip_log_structure("failing since Jun 11")) == ["fail", "jun", "11"]
+
+
 def _counted(text: str) -> Counter[str]:
     return Counter(words(text, search_mode=True))
 

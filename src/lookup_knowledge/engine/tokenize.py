@@ -57,6 +57,18 @@ _NOISE = re.compile(
 
 # Log structure that names where or how a line was logged, never what happened.
 _KLOG_HEADER = re.compile(r"\b[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[\w./@-]+:\d+\]")
+# A clock date spelt with names (ctime, dmesg -T, syslog, HTTP): `Tue Jun 11 02:41:07 2024`,
+# `Jun 11 02:41:07`, `Tue, 11 Jun 2024 02:41:07 GMT`. The time is required: `may 11` is prose.
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_NAMED_DATE = re.compile(
+    rf"""
+    \b(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+)?
+    (?:{_MONTH}\s+\d{{1,2}}|\d{{1,2}}\s+{_MONTH}(?:\s+\d{{4}})?),?
+    \s+\d{{1,2}}:\d{{2}}(?::\d{{2}})?(?:[.,]\d+)?
+    (?:\s+\d{{4}}\b)?(?:\s+(?:utc|gmt)\b)?
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
 _SOURCE_LOCATION = re.compile(
     r"[\w./@-]*\.(?:go|py|java|kt|scala|js|ts|rb|rs|c|cc|cpp|h|cs|php|ex|erl):\d+\b"
 )
@@ -68,7 +80,9 @@ LOG_KEYS_MIN = 2  # key=value pairs that make a text a structured log line
 def strip_log_structure(text: str) -> str:
     """A pasted log line without what only says how it was logged (query side).
 
-    klog headers (`E0607 12:01:55.118233  1 reflector.go:147]`), source locations
+    klog headers (`E0607 12:01:55.118233  1 reflector.go:147]`), dates spelt with day and
+    month names (`Tue Jun 11 02:41:07 2024`: their numbers are noise already, the names
+    would be words the corpus lacks), source locations
     (`notifier.go:371`), the scheme and host of URLs, and — in a structured line with at
     least `LOG_KEYS_MIN` `key=value` or JSON `"key":` pairs — the keys (`level=`, `ts=`,
     `caller=`, `msg=`): the logger's schema, shared by every line it writes, while the values
@@ -77,6 +91,7 @@ def strip_log_structure(text: str) -> str:
     if len(_LOG_KEY.findall(text)) >= LOG_KEYS_MIN:
         text = _LOG_KEY.sub(" ", text)
     text = _KLOG_HEADER.sub(" ", text)
+    text = _NAMED_DATE.sub(" ", text)
     text = _SOURCE_LOCATION.sub(" ", text)
     return _URL_AUTHORITY.sub(" ", text)
 
