@@ -44,6 +44,7 @@ from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.grading import Grader
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
+from lookup_knowledge.engine.ngrams import ChunkBigrams
 from lookup_knowledge.engine.postings import Postings, idf, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
 
@@ -52,10 +53,11 @@ logger = logging.getLogger(__name__)
 RECALL_LIMIT = 200  # candidates graded per query; far more than any top_k a caller uses
 DOCUMENT_MIX = 0.3  # weight of the whole document's BM25 in a chunk's rank
 VARIANT_MAX = True
-WHOLE_FACTOR = 0.5  # weight of a whole identifier's BM25 next to its parts'
+WHOLE_FACTOR = 1.0  # weight of a whole identifier's BM25 next to its parts'
 BRIDGE_RANK_FACTOR = 0.5  # weight of a thesaurus bridge term's BM25 (docs/retrieval.md)
 TITLE_MIX = 1.0  # weight of the title field's BM25 in a chunk's rank (docs/retrieval.md#ranking)
 TITLE_NAMED = 0.67  # share of its title field's IDF weight a query names for it to count
+BIGRAM_MIX = 0.1  # weight of the CJK bigrams' BM25 in the order, not the grade (engine.ngrams)
 
 
 class NoEvidenceBasis(StrEnum):
@@ -159,6 +161,7 @@ class KnowledgeIndex:
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
+        self._bigrams = ChunkBigrams(normalized, self._chunk_doc, len(self.documents))
         self._starts = np.cumsum([0, *(len(t) + 1 for t in normalized)]).astype(np.int64)
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
 
@@ -220,10 +223,16 @@ class KnowledgeIndex:
         rank = own_rank + self._bridge_rank(read) if read.bridges else own_rank
         if allowed is not None:
             rank[~allowed] = 0.0
-        candidates = np.flatnonzero(rank > 0)
+        candidates = np.flatnonzero(rank > 0)  # chunks holding some word of the query
+        # The hits' order adds the CJK bigrams' BM25 to the words' rank; the grade reads the
+        # words' rank alone (its margin was calibrated on it).
+        ordering = rank[candidates]
+        pairs = self._bigrams.terms(query) if BIGRAM_MIX else []
+        if pairs:
+            ordering = ordering + BIGRAM_MIX * self._bigrams.rank(pairs, DOCUMENT_MIX)[candidates]
         if len(candidates) > RECALL_LIMIT:
-            top = np.argpartition(-rank[candidates], RECALL_LIMIT - 1)[:RECALL_LIMIT]
-            candidates = candidates[top]
+            top = np.argpartition(-ordering, RECALL_LIMIT - 1)[:RECALL_LIMIT]
+            candidates, ordering = candidates[top], ordering[top]
         if len(candidates) == 0:
             return NoEvidenceBasis.NO_CANDIDATES
         ranks = rank[candidates]
@@ -260,8 +269,10 @@ class KnowledgeIndex:
             )
             capped = np.minimum(quality, scoring.BRIDGED_CAP)
             quality = np.maximum(own, np.where(own >= scoring.PRECISE_THRESHOLD, quality, capped))
-        order = np.lexsort((candidates, -self._lengths[candidates], -quality, -np.round(ranks, 6)))
-        return Graded(candidates, ranks, features, quality, order)
+        order = np.lexsort(
+            (candidates, -self._lengths[candidates], -quality, -np.round(ordering, 6))
+        )
+        return Graded(candidates, ordering, features, quality, order)
 
     def _verbatim(self, concept: Concept) -> np.ndarray | None:
         """Which chunks hold a concept found verbatim in their text (None: any other concept,
@@ -327,6 +338,10 @@ class KnowledgeIndex:
             docs += best_docs
         for whole in read.wholes:
             self._add(chunks, docs, self._vocabulary[whole], WHOLE_FACTOR)
+            # A whole identifier names a title that holds it (`KubeSchedulerDown`, its
+            # runbook's), besides the parts it shares with it.
+            whole_concept = Concept(whole, (whole,), Known.KNOWN)
+            self._title_scores(whole_concept, WHOLE_FACTOR, titles, named)
         # A title counts only when the query names most of it: the page is then about what
         # the query asks, where one shared title word (`Pod`, `DNS`) is a neighbour's.
         about = named >= TITLE_NAMED * self._title_weight

@@ -1,0 +1,114 @@
+"""CJK character bigrams in the order of the hits, and whole identifiers naming a title."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lookup_knowledge.engine import index as index_module
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+from lookup_knowledge.engine.ngrams import ChunkBigrams, bigrams
+
+WriteDocs = Callable[[dict[str, str]], Path]
+
+
+def test_bigrams_are_the_adjacent_pairs_of_each_cjk_run() -> None:
+    assert bigrams("容器抓包 kubectl 定位，问题") == ["容器", "器抓", "抓包", "定位", "问题"]
+    assert bigrams("ＫＵＢＥ 全角") == ["全角"]
+    assert bigrams("no cjk here, 一") == []
+
+
+def test_a_chunk_holding_more_of_the_querys_bigrams_ranks_higher() -> None:
+    texts = ["网络抓包", "抓包网络", "kubectl logs"]
+    pairs = ChunkBigrams(texts, np.array([0, 1, 2]), 3)
+
+    terms = pairs.terms("网络抓包 工具")  # 络抓 only in the first; 包工, 工具 in none
+    rank = pairs.rank(terms, 0.3)
+
+    assert len(terms) == 3
+    assert rank[0] > rank[1] > rank[2] == 0.0
+    assert pairs.terms("kubectl logs") == []
+
+
+def test_a_latin_corpus_has_no_bigrams() -> None:
+    pairs = ChunkBigrams(["redis memory", "nginx timeout"], np.array([0, 1]), 2)
+
+    assert pairs.empty
+    assert pairs.terms("网络抓包") == []
+
+
+def _ranked(index: KnowledgeIndex, query: str) -> list[tuple[str, float, float]]:
+    graded = index.grade(query)
+    assert not isinstance(graded, NoEvidenceBasis)
+    return [
+        (
+            index.chunk(int(graded.candidates[i])).source,
+            float(graded.ranks[i]),
+            float(graded.quality[i]),
+        )
+        for i in graded.order.tolist()
+    ]
+
+
+def test_bigrams_break_a_tie_of_the_words_toward_the_page_that_says_them_in_order(
+    write_docs: WriteDocs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both pages hold the same words the same number of times; only the first says them in
+    # the question's order. In corpus order it comes second.
+    docs = write_docs(
+        {
+            "a-tools.md": "# 工具\n\n抓包网络，工具齐全。\n",
+            "b-capture.md": "# 工具\n\n网络抓包，工具齐全。\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    with_bigrams = _ranked(index, "网络抓包")
+    monkeypatch.setattr(index_module, "BIGRAM_MIX", 0.0)
+    without = _ranked(index, "网络抓包")
+
+    assert [s for s, _, _ in with_bigrams] == ["b-capture.md", "a-tools.md"]
+    assert without[0][1] == without[1][1]  # the words alone tie
+    assert [s for s, _, _ in without] == ["a-tools.md", "b-capture.md"]
+    # The grade reads the words' rank only: bigrams move no quality.
+    assert sorted(q for _, _, q in with_bigrams) == sorted(q for _, _, q in without)
+
+
+_SCHEDULER = (
+    "# KubeSchedulerDown\n\n## Meaning\n\nKube Scheduler has disappeared from Prometheus "
+    "target discovery.\n\n## Impact\n\nNew pods stay Pending.\n"
+)
+_ETCD = (
+    "# etcdMembersDown\n\n## Meaning\n\nAn etcd member is down. Masters rebooted one by one "
+    "after a control plane patch, the static pod manifest in /etc/kubernetes/manifests.\n"
+)
+
+
+def test_a_whole_identifier_names_the_title_that_holds_it(
+    write_docs: WriteDocs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its parts are common words of the corpus, the whole is rare: the parts alone are not
+    # two thirds of the title's weight.
+    docs = write_docs(
+        {
+            "KubeSchedulerDown.md": _SCHEDULER,
+            "etcdMembersDown.md": _ETCD,
+            "KubeProxyDown.md": "# KubeProxyDown\n\nKube proxy is down on a node.\n",
+            "KubeletDown.md": "# KubeletDown\n\nThe kube kubelet is down.\n",
+            "SchedulerLatency.md": "# Kube scheduler latency\n\nThe scheduler is slow.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    query = "the alert KubeSchedulerDown fired"
+
+    def best(source: str) -> float:
+        return max(r for s, r, _ in _ranked(index, query) if s == source)
+
+    with_title = best("KubeSchedulerDown.md")
+    monkeypatch.setattr(index_module, "TITLE_MIX", 0.0)
+
+    assert with_title > best("KubeSchedulerDown.md")
