@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from lookup_knowledge.engine import index as index_module
+from lookup_knowledge.engine import ngrams
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.engine.ngrams import ChunkBigrams, bigrams
@@ -16,26 +17,44 @@ from lookup_knowledge.engine.ngrams import ChunkBigrams, bigrams
 WriteDocs = Callable[[dict[str, str]], Path]
 
 
+def _bigrams_of(texts: list[str]) -> ChunkBigrams:
+    """Each text a chunk of its own document, joined as the index joins them."""
+    starts = np.cumsum([0, *(len(t) + 1 for t in texts)])
+    return ChunkBigrams("\0".join(texts) + "\0", starts, np.arange(len(texts)), len(texts))
+
+
 def test_bigrams_are_the_adjacent_pairs_of_each_cjk_run() -> None:
     assert bigrams("容器抓包 kubectl 定位，问题") == ["容器", "器抓", "抓包", "定位", "问题"]
-    assert bigrams("ＫＵＢＥ 全角") == ["全角"]
+    assert bigrams("kube 全角") == ["全角"]
     assert bigrams("no cjk here, 一") == []
+    assert bigrams("") == []
+
+
+def test_a_pair_across_two_blocks_of_a_long_text_is_found_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = "ab网络抓包x容器\0抓包"
+    whole = bigrams(text)
+    monkeypatch.setattr(ngrams, "_BLOCK", 3)
+
+    assert bigrams(text) == whole == ["网络", "络抓", "抓包", "容器", "抓包"]
 
 
 def test_a_chunk_holding_more_of_the_querys_bigrams_ranks_higher() -> None:
-    texts = ["网络抓包", "抓包网络", "kubectl logs"]
-    pairs = ChunkBigrams(texts, np.array([0, 1, 2]), 3)
+    pairs = _bigrams_of(["网络抓包", "抓包网络", "kubectl logs"])
 
     terms = pairs.terms("网络抓包 工具")  # 络抓 only in the first; 包工, 工具 in none
     rank = pairs.rank(terms, 0.3)
 
     assert len(terms) == 3
     assert rank[0] > rank[1] > rank[2] == 0.0
+    # No pair spans two chunks (`包` + `抓` of the next): the separator is no CJK character.
+    assert pairs.terms("包抓") == []
     assert pairs.terms("kubectl logs") == []
 
 
 def test_a_latin_corpus_has_no_bigrams() -> None:
-    pairs = ChunkBigrams(["redis memory", "nginx timeout"], np.array([0, 1]), 2)
+    pairs = _bigrams_of(["redis memory", "nginx timeout"])
 
     assert pairs.empty
     assert pairs.terms("网络抓包") == []

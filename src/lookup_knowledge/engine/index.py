@@ -161,8 +161,8 @@ class KnowledgeIndex:
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [tokenize.normalize(f"{h}\n{t}") for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
-        self._bigrams = ChunkBigrams(normalized, self._chunk_doc, len(self.documents))
         self._starts = np.cumsum([0, *(len(t) + 1 for t in normalized)]).astype(np.int64)
+        self._bigrams = ChunkBigrams(self._text, self._starts, self._chunk_doc, len(self.documents))
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
 
     @property
@@ -227,7 +227,7 @@ class KnowledgeIndex:
         # The hits' order adds the CJK bigrams' BM25 to the words' rank; the grade reads the
         # words' rank alone (its margin was calibrated on it).
         ordering = rank[candidates]
-        pairs = self._bigrams.terms(query) if BIGRAM_MIX else []
+        pairs = self._bigrams.terms(tokenize.normalize(query)) if BIGRAM_MIX else []
         if pairs:
             ordering = ordering + BIGRAM_MIX * self._bigrams.rank(pairs, DOCUMENT_MIX)[candidates]
         if len(candidates) > RECALL_LIMIT:

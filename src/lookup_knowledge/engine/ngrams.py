@@ -2,21 +2,20 @@
 
 jieba cuts a question and a page's sentence by its dictionary and its guesses, and the two
 cuts do not always meet: a title's `抓包` is segmented `抓 / 包`, a colloquial compound of
-a question is one unknown word, a verb glued to the following noun is a word no page holds.
-Every pair of adjacent CJK characters of a chunk's text (its heading path, tags, title and
-content) is indexed as a term of its own, in chunk and document postings (`engine.postings`,
-BM25 as for words), and a question's CJK bigrams score it the same way: `ChunkBigrams.rank`
-is added to the word rank at `engine.index.BIGRAM_MIX` (docs/retrieval.md#ranking).
+a question is one unknown word, `到后端` is read `到后 / 端`. Every pair of adjacent CJK
+characters of a chunk's text (its heading path, tags, title and content) is a term of its
+own, in chunk and document postings (`engine.postings`, BM25 as for words), and a question's
+CJK bigrams score the chunks the same way: `ChunkBigrams.rank`, which `engine.index` adds to
+the order of the hits (docs/retrieval.md#cjk-character-bigrams).
 
-A bigram counts once per question; bigrams no chunk holds are left out; Latin text has none,
-so a corpus or a question without CJK characters pays only for one regex scan.
+A bigram counts once per question; bigrams no chunk holds are left out. The pairs are found
+in one numpy pass over the corpus's text (its code points), so a corpus without CJK text
+pays a few milliseconds, and a question without CJK characters nothing.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,51 +23,83 @@ import numpy as np
 from lookup_knowledge.engine.bags import Bags
 from lookup_knowledge.engine.postings import Postings
 
-# The CJK ideographs `engine.tokenize` reads as CJK runs.
-_CJK_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+# The CJK ideographs `engine.tokenize` reads as CJK runs, as code point ranges.
+_CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+_PLANE = 0x110000  # a bigram's key: first code point × _PLANE + second
+_CJK = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]")
+
+
+_BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus needs
+
+
+def _pairs(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Where each pair of adjacent CJK characters of `text` starts, and its key, in order."""
+    starts, keys = [], []
+    if _CJK.search(text) is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    for begin in range(0, max(len(text) - 1, 0), _BLOCK):
+        block = text[begin : begin + _BLOCK + 1]  # one more: a pair across the boundary
+        points = np.frombuffer(block.encode("utf-32-le"), dtype=np.uint32)
+        cjk = np.zeros(len(points), dtype=bool)
+        for low, high in _CJK_RANGES:
+            cjk |= (points >= low) & (points <= high)
+        at = np.flatnonzero(cjk[:-1] & cjk[1:])
+        starts.append(at + begin)
+        keys.append(points[at].astype(np.int64) * _PLANE + points[at + 1])
+    if not starts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(starts), np.concatenate(keys)
+
+
+def bigram_keys(text: str) -> np.ndarray:
+    """The key of every pair of adjacent CJK characters of `text` (NFKC-normalized by the
+    caller), in order."""
+    return _pairs(text)[1]
 
 
 def bigrams(text: str) -> list[str]:
-    """Every pair of adjacent CJK characters of `text` (NFKC-normalized), in order."""
-    runs = _CJK_RUN.findall(unicodedata.normalize("NFKC", text))
-    return [run[i : i + 2] for run in runs for i in range(len(run) - 1)]
+    """Every pair of adjacent CJK characters of `text`, in order (as strings)."""
+    return [chr(k // _PLANE) + chr(k % _PLANE) for k in bigram_keys(text).tolist()]
 
 
 class ChunkBigrams:
     """BM25 postings of the CJK bigrams of each chunk and of each document."""
 
-    def __init__(self, texts: Sequence[str], chunk_doc: np.ndarray, document_count: int) -> None:
-        """`texts[i]`: chunk i's full text; `chunk_doc[i]`: its document."""
-        ids: dict[str, int] = {}
-        units: list[int] = []
-        terms: list[int] = []
-        counts: list[int] = []
-        for unit, text in enumerate(texts):
-            if not _CJK_RUN.search(text):
-                continue
-            for pair, count in Counter(bigrams(text)).items():
-                units.append(unit)
-                terms.append(ids.setdefault(pair, len(ids)))
-                counts.append(count)
-        self._ids = ids
-        self.empty = not ids
+    def __init__(
+        self, text: str, starts: np.ndarray, chunk_doc: np.ndarray, document_count: int
+    ) -> None:
+        """`text`: every chunk's normalized text, chunk i at `text[starts[i]:starts[i + 1]]`
+        (chunks separated by a character that is not CJK); `chunk_doc[i]`: its document."""
+        chunk_count = len(chunk_doc)
+        at, keys = _pairs(text)
+        self._keys, term = np.unique(keys, return_inverse=True)  # sorted: the vocabulary
+        unit = np.searchsorted(starts, at, side="right") - 1
         found = Bags(
-            np.array(units, dtype=np.int32),
-            np.array(terms, dtype=np.int32),
-            np.array(counts, dtype=np.int32),
-            tuple(ids),
-            len(texts),
-        )
+            unit.astype(np.int32),
+            term.astype(np.int32).reshape(-1),
+            np.ones(len(at), dtype=np.int32),
+            ("",) * len(self._keys),  # the terms are keys, not words: only the count is read
+            chunk_count,
+        ).regroup(np.arange(chunk_count, dtype=np.int32), chunk_count)
         self._chunk_doc = chunk_doc
         self._chunks = Postings(found)
         self._documents = Postings(found.regroup(chunk_doc, document_count))
 
+    @property
+    def empty(self) -> bool:
+        return len(self._keys) == 0
+
     def terms(self, query: str) -> list[int]:
-        """The distinct bigrams of `query` some chunk holds, as term numbers."""
+        """The distinct bigrams of `query` (normalized) some chunk holds, as term numbers."""
         if self.empty:
             return []
-        found = (self._ids.get(pair) for pair in dict.fromkeys(bigrams(query)))
-        return [term for term in found if term is not None]
+        keys = np.unique(bigram_keys(query))
+        if len(keys) == 0:
+            return []
+        at = np.searchsorted(self._keys, keys)
+        at = np.minimum(at, len(self._keys) - 1)
+        held: list[int] = at[self._keys[at] == keys].tolist()
+        return held
 
     def rank(self, terms: Sequence[int], document_mix: float) -> np.ndarray:
         """Each chunk's BM25 over its bigrams plus `document_mix` × its document's."""
@@ -82,4 +113,4 @@ class ChunkBigrams:
 
     @property
     def nbytes(self) -> int:
-        return self._chunks.nbytes + self._documents.nbytes
+        return int(self._keys.nbytes) + self._chunks.nbytes + self._documents.nbytes
