@@ -9,13 +9,12 @@ CJK bigrams score the chunks the same way: `ChunkBigrams.rank`, which `engine.in
 the order of the hits (docs/retrieval.md#cjk-character-bigrams).
 
 A bigram counts once per question; bigrams no chunk holds are left out. The pairs are found
-in one numpy pass over the corpus's text (its code points), so a corpus without CJK text
-pays a few milliseconds, and a question without CJK characters nothing.
+in one numpy pass over the corpus's text (its code points); an ASCII corpus or question is
+not read at all.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,7 +25,6 @@ from lookup_knowledge.engine.postings import Postings
 # The CJK ideographs `engine.tokenize` reads as CJK runs, as code point ranges.
 _CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 _PLANE = 0x110000  # a bigram's key: first code point × _PLANE + second
-_CJK = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]")
 
 
 _BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus needs
@@ -35,7 +33,7 @@ _BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus ne
 def _pairs(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Where each pair of adjacent CJK characters of `text` starts, and its key, in order."""
     starts, keys = [], []
-    if _CJK.search(text) is None:
+    if text.isascii():  # a flag of the string: no scan
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     for begin in range(0, max(len(text) - 1, 0), _BLOCK):
         block = text[begin : begin + _BLOCK + 1]  # one more: a pair across the boundary
