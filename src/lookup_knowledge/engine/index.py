@@ -14,11 +14,14 @@ apart (for the heading grading features). A search:
    plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
    rest of its runbook too, plus `TITLE_MIX` × BM25 over its document's title field (the
    title and the file name's words) when the query names most of that field: the page
-   devoted to a topic before a neighbour with a section on it; the best `RECALL_LIMIT`
-   chunks with a positive score are the candidates (`recall_count`);
+   devoted to a topic before a neighbour with a section on it. A whole identifier of the
+   query counts in full and names a title that holds it. The best `RECALL_LIMIT` chunks
+   with a positive score are the candidates (`recall_count`); their order adds
+   `BIGRAM_MIX` × the BM25 of the query's CJK character bigrams (`engine.ngrams`), which
+   survives segmentation errors and is no part of the rank the grade reads;
 3. grades each candidate with the absolute `quality_score` of `engine.scoring` (support
    beyond one word, margin, heading both ways: `engine.grading`; calibrated), keeps those at
-   or above the reference threshold in rank order, and returns the first `top_k`. Equal
+   or above the reference threshold in that order, and returns the first `top_k`. Equal
    ranks fall to the better graded, then to the longer chunk (the substantive one), then to
    corpus order.
 """
