@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -48,7 +48,13 @@ def json_depth_within(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]  # containers only: scalars cost one type check each
     while stack:
         node, depth = stack.pop()
-        for child in node.values() if isinstance(node, Mapping) else node:
+        # Plain dicts and lists first: the ABC check costs more than walking them.
+        children: Iterable[Any]
+        if type(node) is dict or (type(node) is not list and isinstance(node, Mapping)):
+            children = node.values()
+        else:
+            children = node
+        for child in children:
             kind = type(child)
             if kind in _SCALARS:
                 continue
