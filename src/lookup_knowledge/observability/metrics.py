@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -170,6 +171,17 @@ class Metrics:
             "lk_audit_rows_quarantined", "Audit rows set aside in the quarantine", registry=r
         )
         self._audit_totals = (0, 0, 0)
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: a labelled child, once made, stays for the
+        life of the process (nothing here removes one), and each look-up takes the metric's
+        lock and builds its key again, a microsecond or so, several times a lookup."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def admission_changed(self, *, running: int, waiting: int) -> None:
         self.lookups_running.set(running)
@@ -179,20 +191,20 @@ class Metrics:
         self.lookups_refused.labels(reason).inc()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.http_requests.labels(method, route, str(status)).inc()
-        self.http_latency.labels(method, route).observe(seconds)
+        self._child(self.http_requests, method, route, str(status)).inc()
+        self._child(self.http_latency, method, route).observe(seconds)
 
     def observe_lookup(
         self, record: AuditRecord, stages: Mapping[str, float], error_kind: str | None
     ) -> None:
         self.lookup_latency.observe(record.duration_ms / 1000)
         for stage, seconds in stages.items():
-            self.stage_latency.labels(stage).observe(seconds)
-        self.lookups.labels("ok" if record.success else (record.error_code or "error")).inc()
+            self._child(self.stage_latency, stage).observe(seconds)
+        self._child(self.lookups, "ok" if record.success else (record.error_code or "error")).inc()
         if record.success:
-            self.evidence_status.labels(record.evidence_status or "UNKNOWN").inc()
-            self.relevance_level.labels(record.relevance_level or "NONE").inc()
-            self.truncated.labels("true" if record.truncated else "false").inc()
+            self._child(self.evidence_status, record.evidence_status or "UNKNOWN").inc()
+            self._child(self.relevance_level, record.relevance_level or "NONE").inc()
+            self._child(self.truncated, "true" if record.truncated else "false").inc()
         if record.replayed:
             self.ledger_replays.inc()
         if record.error_code == "CONFLICT":
