@@ -98,3 +98,10 @@ def configure_logging(level: str, log_format: LogFormat = "auto") -> None:
     library_level = logging.DEBUG if level == "DEBUG" else logging.WARNING
     for name in QUIET_LIBRARIES:
         logging.getLogger(name).setLevel(library_level)
+    # Neither format prints the caller, thread or process, so no record looks them up: walking
+    # the stack for the caller was a third of a lookup's log line (the logging HOWTO's
+    # "Optimization"; docs/performance.md#hot-path).
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
