@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +21,7 @@ from lookup_knowledge.domain.errors import (
     Overloaded,
     UpstreamError,
 )
+from lookup_knowledge.domain.ids import random_hex
 from lookup_knowledge.domain.ledger import LedgerEntry, LedgerStatus, sha256_hex
 from lookup_knowledge.domain.ports import AuditPort, LedgerPort, LookupObserver, SearchPort
 from lookup_knowledge.pipeline.limits import PipelineLimits, ProjectionLimits
@@ -95,7 +95,7 @@ class LookupService:
 
     async def _lookup(self, command: LookupCommand, draft: AuditDraft) -> LookupAnswer:
         query_sha256 = sha256_hex(command.query)
-        token = uuid.uuid4().hex
+        token = random_hex()
         with draft.stage("ledger"):
             blocking = await self._ledger.claim(
                 command.run_id, command.tool_call_id, query_sha256=query_sha256, token=token

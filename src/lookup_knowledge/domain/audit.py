@@ -6,12 +6,12 @@ A row is one lookup call (`AuditRecord`, table `tool_invocation`) or one report 
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lookup_knowledge.domain.guard import GuardOutcome
+from lookup_knowledge.domain.ids import random_hex
 
 OUTPUT_PREVIEW_CHARS = 2000
 EVIDENCE_REF_TEXT_CHARS = 200
@@ -41,7 +41,7 @@ class AuditRecord:
     replayed: bool = False
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     # Unique per submitted row: the audit writer inserts it at most once (spool replays, retries).
-    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    invocation_id: str = field(default_factory=random_hex)
 
 
 # What the audit trail takes: a lookup call's row, or a report verification's.

@@ -6,9 +6,10 @@ row of docs/audit.md#guard-verifications) depends on nothing of the guard packag
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from lookup_knowledge.domain.ids import random_hex
 
 OUTCOME_OK = "ok"
 OUTCOME_VIOLATIONS = "violations"
@@ -35,7 +36,7 @@ class GuardOutcome:
     duration_ms: float = 0.0
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     # Unique per verification: its audit row is inserted at most once (spool replays, retries).
-    invocation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    invocation_id: str = field(default_factory=random_hex)
 
     @property
     def ok(self) -> bool:

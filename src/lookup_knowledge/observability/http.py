@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lookup_knowledge.domain.ids import random_hex
 from lookup_knowledge.observability.logs import request_id_var
 from lookup_knowledge.observability.metrics import Metrics
 
@@ -26,7 +26,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if _VALID_ID.match(incoming) else random_hex()
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
