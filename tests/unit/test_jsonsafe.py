@@ -56,6 +56,26 @@ def test_depth_counts_nested_containers(depth: int, within: bool) -> None:
     assert json_depth_within(nested(depth), 16) is within
 
 
+def test_depth_counts_lists_tuples_and_other_mappings_alike() -> None:
+    from types import MappingProxyType
+
+    def mixed(depth: int) -> Any:
+        value: Any = {"leaf": 1}
+        kinds = [list, tuple, MappingProxyType, dict]
+        for level in range(depth - 1):
+            kind = kinds[level % 4]
+            value = kind({"down": value}) if kind in (MappingProxyType, dict) else kind([value])
+        return value
+
+    for depth in (1, 5, 15, 16):
+        assert json_depth_within(mixed(depth), 16) is True
+    for depth in (17, 30):
+        assert json_depth_within(mixed(depth), 16) is False
+    assert json_depth_within(MappingProxyType({"a": [(1, 2)]}), 2) is False
+    assert json_depth_within(MappingProxyType({"a": [(1, 2)]}), 3) is True
+    assert json_depth_within(((), ((),)), 2) is False
+
+
 def test_a_trace_nested_40_deep_is_cut_to_the_bound_with_a_marker() -> None:
     value, cut = bound_json(nested(40), max_depth=16, max_bytes=65536)
 

@@ -203,12 +203,13 @@ def dumps_details(value: Any, *, max_depth: int, max_bytes: int) -> str:
 
     The trace goes last, so when something must give it is py-rag's trace, not our summaries.
     """
-    if isinstance(value, Mapping) and "retrieval_trace" in value:
+    mapping = type(value) is dict or isinstance(value, Mapping)  # a dict skips the ABC check
+    if mapping and "retrieval_trace" in value:
         value = {k: v for k, v in value.items() if k != "retrieval_trace"} | {
             "retrieval_trace": value["retrieval_trace"]
         }
     encoded, cut = dumps_bounded(value, max_depth=max_depth, max_bytes=max_bytes - 32)
-    marked = isinstance(value, Mapping) and bool(value.get("details_truncated"))
+    marked = mapping and bool(value.get("details_truncated"))
     if cut and encoded.startswith("{") and not marked:
         rest = encoded[1:]
         encoded = '{"details_truncated":true' + ("," + rest if rest != "}" else "}")

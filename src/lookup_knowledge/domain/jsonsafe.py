@@ -19,6 +19,7 @@ CUT = "…"  # stands for whatever was cut at that place
 # Bytes reserved when cutting a string, so the cut string and what follows still fit.
 _STRING_RESERVE = 16
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple})
 
 
 def find_lone_surrogate(text: str) -> int | None:
@@ -48,17 +49,19 @@ def json_depth_within(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]  # containers only: scalars cost one type check each
     while stack:
         node, depth = stack.pop()
-        # Plain dicts and lists first: the ABC check costs more than walking them.
+        # Plain dicts, lists and tuples first: the ABC check costs more than walking them.
         children: Iterable[Any]
-        if type(node) is dict or (type(node) is not list and isinstance(node, Mapping)):
+        if type(node) is dict:
             children = node.values()
-        else:
+        elif type(node) is list or type(node) is tuple or not isinstance(node, Mapping):
             children = node
+        else:
+            children = node.values()
         for child in children:
             kind = type(child)
             if kind in _SCALARS:
                 continue
-            if kind is dict or kind is list or isinstance(child, Mapping | list | tuple):
+            if kind in _CONTAINERS or isinstance(child, Mapping | list | tuple):
                 if depth >= max_depth:
                     return False
                 stack.append((child, depth + 1))
