@@ -192,3 +192,34 @@ def test_literals_are_written_as_pymysql_writes_them() -> None:
         audit_sql._sql_datetime(moment.replace(tzinfo=UTC) + timedelta(0))
     with pytest.raises(ValueError):
         audit_sql._sql_float(math.nan)
+
+
+@pytest.mark.parametrize(
+    ("driver", "alias", "postfix"),
+    [
+        ("pymysql", False, " ON DUPLICATE KEY UPDATE invocation_id = VALUES(invocation_id)"),
+        ("pymysql", True, " AS new ON DUPLICATE KEY UPDATE invocation_id = new.invocation_id"),
+        ("mysqldb", False, " ON DUPLICATE KEY UPDATE invocation_id = VALUES(invocation_id)"),
+    ],
+)
+def test_the_statement_is_sqlalchemys_upsert_for_each_server_and_paramstyle(
+    driver: str, alias: bool, postfix: str
+) -> None:
+    """MariaDB and MySQL before 8.0.20 skip a known id with VALUES(), later MySQL with a row
+    alias; PyMySQL binds by name, mysqlclient by position. Each gets its own statement."""
+    from sqlalchemy.dialects.mysql import mysqldb, pymysql
+
+    dialect = (pymysql if driver == "pymysql" else mysqldb).dialect()
+    dialect._requires_alias_for_on_duplicate_key = alias
+    records = [make_record(1), make_record(2, output_preview=None)]
+    rows = [audit_sql.record_to_row(r) for r in records]
+
+    literal = audit_sql._literal_insert(dialect, schema.tool_invocation, tuple(rows[0]))
+
+    assert literal is not None and literal.postfix == postfix
+    [statement] = literal.statements(rows)
+    columns = ", ".join(rows[0])
+    assert statement.startswith(f"INSERT INTO tool_invocation ({columns}) VALUES (_utf8mb4 X'")
+    assert statement.endswith(postfix) and statement.count("),(") == 1
+    assert statement.isascii() and "%" not in statement
+    assert "NULL" in statement and records[0].invocation_id.encode().hex() in statement

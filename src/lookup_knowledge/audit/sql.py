@@ -429,7 +429,18 @@ def _literal_insert(dialect: Dialect, table: Table, keys: tuple[str, ...]) -> _L
     if stmt is None or not set(keys) <= set(table.c.keys()):
         return None
     compiled = stmt.compile(dialect=dialect, column_keys=list(keys))
-    match = _VALUES.match(str(compiled))
+    statement = str(compiled)
+    if "%%" in statement:  # a literal % somewhere: not the statement this expects
+        return None
+    if compiled.positional:  # `%s` in bind order (mysqlclient): named, for the template
+        names = list(compiled.positiontup or ())
+        pieces = statement.split("%s")
+        if len(pieces) != len(names) + 1:
+            return None
+        statement = pieces[0] + "".join(
+            f"%({name})s{piece}" for name, piece in zip(names, pieces[1:], strict=True)
+        )
+    match = _VALUES.match(statement)
     if match is None or "%" in match.group(1) + match.group(3):
         return None
     prefix, template, postfix = match.groups()
