@@ -104,6 +104,39 @@ def test_a_query_of_unknown_words_and_typos_alone_has_no_candidates(
     assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
 
 
+def test_log_noise_the_corpus_holds_verbatim_is_evidence(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "local-dns.md": "# Node cache\n\nThe kubelet points pods at 169.254.20.10 for DNS.\n",
+            "dns.md": "# Name servers\n\nThe kubelet sets the DNS server of pods.\n",
+            "ports.md": "# Ports\n\nAddresses like 10.169.254.20 or 169.254.20.100 are other"
+            " hosts.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    read = index.read("kubelet --cluster-dns=169.254.20.10 10.0.5.23:6379")
+    kinds = {c.token: c.known for c in read.concepts}
+    assert kinds["169.254.20.10"] is Known.SUBSTRING  # held as a whole run of a chunk
+    assert "10.0.5.23:6379" not in kinds and "10.0.5.23" not in kinds  # noise here
+    graded = index.grade("169.254.20.10")  # a noise token alone, but one the corpus holds
+    assert not isinstance(graded, NoEvidenceBasis)
+    assert index.chunk(int(graded.candidates[graded.order[0]])).source == "local-dns.md"
+    assert index.search("kubelet dns 169.254.20.10", top_k=5).hits[0].chunk.source == (
+        "local-dns.md"
+    )
+    # Inside a longer address or number it is not held.
+    assert not any(c.known is Known.SUBSTRING for c in index.read("169.254.20.1").concepts)
+
+
+def test_noise_runs_are_the_whole_runs_that_are_noise() -> None:
+    text = "dns=169.254.20.10 redis 10.0.5.23:6379 pid 482133 exit 137"
+
+    assert tokenize.noise_runs(text) == ["169.254.20.10", "10.0.5.23:6379", "10.0.5.23", "482133"]
+
+
 def test_an_abbreviation_inside_an_identifier_finds_its_document(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:

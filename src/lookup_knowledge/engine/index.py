@@ -166,6 +166,13 @@ class KnowledgeIndex:
         self._text = "\0".join(normalized) + "\0"
         self._starts = np.cumsum([0, *(len(t) + 1 for t in normalized)]).astype(np.int64)
         self._bigrams = ChunkBigrams(self._text, self._starts, self._chunk_doc, len(self.documents))
+        # The log noise the tokens leave out (addresses, long numbers, ids), by chunk: a query
+        # that names one of these runs names something the corpus documents.
+        noise: dict[str, list[int]] = {}
+        for position, text in enumerate(normalized):
+            for run in tokenize.noise_runs(text):
+                noise.setdefault(run, []).append(position)
+        self._noise_runs = {r: np.array(c, dtype=np.int64) for r, c in noise.items()}
         logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
 
     @property
@@ -184,6 +191,7 @@ class KnowledgeIndex:
             nearest=self._neighbours.nearest,
             translate=self._translations,
             respell=self._translations.respell,
+            held_verbatim=self._holds_run,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read
@@ -283,6 +291,9 @@ class KnowledgeIndex:
         if concept.known is not Known.SUBSTRING:
             return None
         present = np.zeros(len(self._chunks), dtype=bool)
+        if concept.token in self._noise_runs:  # a log token, as a whole run of the text
+            present[self._noise_runs[concept.token]] = True
+            return present
         start = self._text.find(concept.token)
         while start >= 0:
             chunk = int(np.searchsorted(self._starts, start, side="right")) - 1
@@ -378,6 +389,11 @@ class KnowledgeIndex:
 
     def _in_text(self, word: str) -> bool:
         return word in self._text
+
+    def _holds_run(self, token: str) -> bool:
+        """Whether some chunk holds a log token (an address, a long number, an id) as a whole
+        run of its text."""
+        return token in self._noise_runs
 
     def _filter_mask(self, filters: Mapping[str, str]) -> np.ndarray:
         matching = np.array(

@@ -15,6 +15,10 @@ concept weighs depends on what the corpus knows of it:
   character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word, as a typo:
   an input method picks a homophone, not a neighbouring key.
 * **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0.
+  Log noise the tokenizer drops (an address, a port, a long number, a hex id:
+  `engine.tokenize`) is evidence when the corpus holds it verbatim, as a whole run of some
+  chunk's text (`169.254.20.10`, the node-local DNS address a page documents): it is a
+  **substring** concept, like a Chinese word found verbatim, weighed by the chunks holding it.
 * **unknown** — a word the corpus has never seen: it weighs `UNKNOWN_FACTOR` of the rarest
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
@@ -56,7 +60,7 @@ RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, 
 
 class Known(StrEnum):
     KNOWN = "known"
-    SUBSTRING = "substring"  # a CJK word found verbatim in chunk text, not as a token
+    SUBSTRING = "substring"  # a CJK word or log token found verbatim in chunk text
     TYPO = "typo"
     BRIDGED = "bridged"  # known only through the thesaurus's technical terms
     UNKNOWN = "unknown"
@@ -90,6 +94,10 @@ Translate = Callable[[str], frozenset[str]]
 Respell = Callable[[str, int], str | None]
 
 
+def no_words(word: str) -> bool:
+    return False
+
+
 def no_translations(word: str) -> frozenset[str]:
     return frozenset()
 
@@ -107,11 +115,13 @@ def read_query(
     nearest: Callable[[str], str | None],
     translate: Translate = no_translations,
     respell: Respell = no_respelling,
+    held_verbatim: Callable[[str], bool] = no_words,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
     text), `nearest` (a typo's corpus word), `translate` (corpus words that translate a
-    word) and `respell` (the corpus word a span of Chinese characters misspells at a
-    position) describe the corpus."""
+    word), `respell` (the corpus word a span of Chinese characters misspells at a
+    position) and `held_verbatim` (whether a run of the query is log noise that some chunk
+    holds as a whole run of its text) describe the corpus."""
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
@@ -129,6 +139,9 @@ def read_query(
         concept = _concept(token, lexicon, held, in_text, nearest)
         if concept is not None:
             concepts[token.text] = concept
+    for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
+        if held_verbatim(run) and run not in concepts:  # noise to most corpora, not to this
+            concepts[run] = Concept(run, (), Known.SUBSTRING)
     for span, word, _characters in respelt:
         if span not in concepts:
             forms = tuple(sorted(v for v in lexicon.variants(word) if has_term(v)))

@@ -112,6 +112,34 @@ def has_digit(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
 
+def latin_runs(text: str) -> list[str]:
+    """The lowercased Latin runs of `text` (words, numbers, addresses, identifiers), in
+    order, each once; a run with a port or a suffix after its last `:` also yields what
+    stands before it (`10.0.5.23:6379` → `10.0.5.23`)."""
+    found: dict[str, None] = {}
+    for match in _RUNS.finditer(unicodedata.normalize("NFKC", text)):
+        if match.lastgroup == "word":
+            run = match.group().lower()
+            found[run] = None
+            if ":" in run:
+                found[run.rsplit(":", 1)[0]] = None
+    return list(found)
+
+
+# The noise a page may document: addresses (`169.254.20.10`, `0.0.0.0:10249`) and long
+# numbers (ports, codes). Not dates, times, decimals or hex ids: when a line was logged, what
+# it measured and which instance logged it belong to the incident, not to a runbook.
+_DOCUMENTED_NOISE = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\d+)?|\d{5,}")
+
+
+def noise_runs(text: str) -> list[str]:
+    """The Latin runs of `text` (`latin_runs`) that are log noise a page may document as a
+    whole: an address with or without its port, a long number. The tokens leave them out;
+    the index keeps them by chunk, and a query's run the corpus holds is evidence
+    (`engine.query`)."""
+    return [r for r in latin_runs(text) if _DOCUMENTED_NOISE.fullmatch(r)]
+
+
 def is_noise(token: str) -> bool:
     """Whether a lowercased compound or part is log noise (ids, times, addresses, numbers)."""
     # Every kind of noise holds a digit; most words hold none (a cheap test first).
