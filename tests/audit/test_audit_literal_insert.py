@@ -187,7 +187,7 @@ def test_literals_are_written_as_pymysql_writes_them() -> None:
     assert audit_sql._sql_datetime(moment.replace(microsecond=0)) == escape_datetime(
         moment.replace(microsecond=0)
     )
-    assert audit_sql._sql_text("it's") == "_utf8mb4 X'" + b"it's".hex() + "'"
+    assert audit_sql.hex_literal("it's") == "_utf8mb4 X'" + b"it's".hex() + "'"
     with pytest.raises(ValueError):
         audit_sql._sql_datetime(moment.replace(tzinfo=UTC) + timedelta(0))
     with pytest.raises(ValueError):

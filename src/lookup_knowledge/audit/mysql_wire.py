@@ -16,6 +16,8 @@ from typing import Any
 
 from pymysql.connections import Connection
 
+from lookup_knowledge.audit.sql import hex_literal
+
 LONG_STRING_CHARS = 256
 
 
@@ -25,7 +27,7 @@ class HexLiteralConnection(Connection):  # type: ignore[misc]
     def escape(self, obj: Any, mapping: Any = None) -> str:
         if type(obj) is str and len(obj) >= LONG_STRING_CHARS:
             try:
-                return "_utf8mb4 X'" + obj.encode("utf-8").hex() + "'"
+                return hex_literal(obj)
             except UnicodeEncodeError:
                 pass
         escaped: str = super().escape(obj, mapping)

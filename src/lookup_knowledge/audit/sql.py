@@ -341,14 +341,16 @@ def insert_rows(
 # MySQL/MariaDB: the statement's text written here, not by SQLAlchemy and the driver.
 MAX_STATEMENT_BYTES = 1024000  # what PyMySQL's executemany puts in one statement
 _NO_PARAMETERS = {"no_parameters": True}  # the driver sends the text as it is, no % formatting
+
 _VALUES = re.compile(r"(?s)(.*?\bVALUES\s*)(\((?:\s*%\(\w+\)s\s*,?)+\))(.*)\Z")
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def _sql_text(value: str) -> str:
-    """A string as a hex literal with a character-set introducer: the server stores the same
-    text, and nothing in it is escaped (audit/mysql_wire.py)."""
-    return "_utf8mb4 X'" + value.encode("utf-8").hex() + "'"
+def hex_literal(text: str) -> str:
+    """`text` as a hex literal with a character-set introducer: the server stores the same
+    text, and nothing in it is escaped (UnicodeEncodeError for a lone surrogate). The wire of
+    the core path sends long strings so too (audit/mysql_wire.py)."""
+    return "_utf8mb4 X'" + text.encode("utf-8").hex() + "'"
 
 
 def _sql_float(value: float) -> str:
@@ -366,7 +368,7 @@ def _sql_datetime(value: datetime) -> str:
 
 
 _SQL_LITERALS: dict[type, Any] = {
-    str: _sql_text,
+    str: hex_literal,
     bool: lambda value: "1" if value else "0",
     int: str,
     float: _sql_float,
@@ -457,7 +459,7 @@ def _literal_insert(dialect: Dialect, table: Table, keys: tuple[str, ...]) -> _L
 
 
 def _json_literal(serializer: Any, value: Any) -> str:
-    return _sql_text(serializer(value))
+    return hex_literal(serializer(value))
 
 
 def insert_records(engine: Engine, records: Sequence[AuditRow]) -> None:
