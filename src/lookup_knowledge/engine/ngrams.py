@@ -19,11 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lookup_knowledge.engine import tokenize
 from lookup_knowledge.engine.bags import Bags
 from lookup_knowledge.engine.postings import Postings
 
-# The CJK ideographs `engine.tokenize` reads as CJK runs, as code point ranges.
-_CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 _PLANE = 0x110000  # a bigram's key: first code point × _PLANE + second
 
 
@@ -39,7 +38,7 @@ def _pairs(text: str) -> tuple[np.ndarray, np.ndarray]:
         block = text[begin : begin + _BLOCK + 1]  # one more: a pair across the boundary
         points = np.frombuffer(block.encode("utf-32-le"), dtype=np.uint32)
         cjk = np.zeros(len(points), dtype=bool)
-        for low, high in _CJK_RANGES:
+        for low, high in tokenize.CJK_RANGES:  # the CJK runs of the tokens
             cjk |= (points >= low) & (points <= high)
         at = np.flatnonzero(cjk[:-1] & cjk[1:])
         starts.append(at + begin)
@@ -108,7 +107,3 @@ class ChunkBigrams:
             self._documents.add_scores(documents, term, self._documents.idf(term))
         ranked: np.ndarray = chunks + document_mix * documents[self._chunk_doc]
         return ranked
-
-    @property
-    def nbytes(self) -> int:
-        return int(self._keys.nbytes) + self._chunks.nbytes + self._documents.nbytes

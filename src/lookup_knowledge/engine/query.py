@@ -48,12 +48,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine.bilingual import RESPELL_LENGTHS
 from lookup_knowledge.engine.lexicon import Lexicon
 
 TYPO_FACTOR = 0.8
 SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
-RESPELL_LENGTHS = (4, 3, 2)  # characters of a misspelt Chinese word, the longest tried first
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
 
@@ -186,7 +186,7 @@ def _respellings(
         if not any(suspect):
             continue
         used = [False] * len(run)
-        for length in RESPELL_LENGTHS:
+        for length in sorted(RESPELL_LENGTHS, reverse=True):  # the longest span first
             for begin in range(len(run) - length + 1):
                 if not boundary[begin] or any(used[begin : begin + length]):
                     continue

@@ -32,7 +32,9 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# CJK ideographs (extension A, the unified block, compatibility), as code point ranges.
+CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+_CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
 # A CJK run, or a Latin compound: word characters joined by single . - : / separators.
 _RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*)")
 _CJK_WORD = re.compile(rf"[{_CJK}]+")
