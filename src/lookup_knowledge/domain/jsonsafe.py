@@ -20,6 +20,7 @@ CUT = "…"  # stands for whatever was cut at that place
 _STRING_RESERVE = 16
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _CONTAINERS = frozenset({dict, list, tuple})
+_SEQUENCES = frozenset({list, tuple})
 
 
 def find_lone_surrogate(text: str) -> int | None:
@@ -50,12 +51,8 @@ def json_depth_within(value: Any, max_depth: int) -> bool:
     while stack:
         node, depth = stack.pop()
         # Plain dicts, lists and tuples first: the ABC check costs more than walking them.
-        children: Iterable[Any]
-        if type(node) is dict:
-            children = node.values()
-        elif type(node) is list or type(node) is tuple or not isinstance(node, Mapping):
-            children = node
-        else:
+        children: Iterable[Any] = node
+        if type(node) is dict or (type(node) not in _SEQUENCES and isinstance(node, Mapping)):
             children = node.values()
         for child in children:
             kind = type(child)

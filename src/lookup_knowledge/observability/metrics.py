@@ -188,7 +188,7 @@ class Metrics:
         self.lookups_waiting.set(waiting)
 
     def admission_refused(self, reason: str) -> None:
-        self.lookups_refused.labels(reason).inc()
+        self._child(self.lookups_refused, reason).inc()
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self._child(self.http_requests, method, route, str(status)).inc()
