@@ -60,7 +60,7 @@ def test_a_postprocessor_ordering_by_score_instead_of_rank_fails_the_evaluation(
 ) -> None:
     def by_score(hits: Any, *, limits: Any) -> Any:
         ordered = sorted(hits, key=lambda hit: -hit.score)
-        reranked = [h.model_copy(update={"original_rank": i}) for i, h in enumerate(ordered, 1)]
+        reranked = [h._replace(original_rank=i) for i, h in enumerate(ordered, 1)]
         return postprocess(reranked, limits=limits)
 
     monkeypatch.setattr(pipeline_run, "postprocess", by_score)

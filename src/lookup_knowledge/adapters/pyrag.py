@@ -9,6 +9,7 @@ Untrusted size is bounded here: the body is read up to `max_body_bytes` and no f
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -285,32 +286,52 @@ def to_outcome(
 
 
 def to_hit(item: Any, *, rank: int) -> KnowledgeSearchHit | None:
-    """Map one raw hit; None when it has no identity or no text (dropped and counted)."""
-    if not isinstance(item, Mapping):
+    """Map one raw hit; None when it has no identity or no text (dropped and counted).
+
+    A well-formed hit (non-blank strings, a finite float score) takes the plain type tests
+    only; anything else goes through the same checks as before (`_text`, `_score`).
+    """
+    if not isinstance(item, dict | Mapping):
         return None
-    excerpt = _text(item.get("excerpt"))
-    document_id = _text(item.get("document_id"))
-    key = _text(item.get("evidence_key"))
+    get = item.get
+    excerpt = get("excerpt")
+    if type(excerpt) is not str or excerpt.isspace() or not excerpt:
+        excerpt = _text(excerpt)
+    document_id = get("document_id")
+    if type(document_id) is not str or document_id.isspace() or not document_id:
+        document_id = _text(document_id)
+    key = get("evidence_key")
+    if type(key) is not str or key.isspace() or not key:
+        key = _text(key)
     if key is None and document_id is not None:
-        chunk = _index(item.get("chunk_index"))
+        chunk = _index(get("chunk_index"))
         key = document_id if chunk is None else f"{document_id}#chunk-{chunk}"
     if key is None or excerpt is None:
         return None
-    match = _CHUNK_SUFFIX.search(key)
-    doc_id = document_id or (key[: match.start()] if match else key)
+    # Only the last "#chunk-" can be followed by nothing but digits: search from there.
+    at = key.rfind("#chunk-")
+    match = _CHUNK_SUFFIX.search(key, at) if at >= 0 else None
+    score = get("quality_score")
+    if type(score) is not float or not math.isfinite(score):
+        score = _score(score)
     return KnowledgeSearchHit(
         evidence_key=key,
-        doc_id=doc_id,
+        doc_id=document_id or (key[: match.start()] if match else key),
         chunk_index=int(match.group(1)) if match else None,
         content=excerpt,
-        score=_score(item.get("quality_score")),
+        score=score,
         score_label=SCORE_LABEL,
         original_rank=rank,
-        source=_text(item.get("source")),
-        title=_text(item.get("title")),
-        breadcrumb=_text(item.get("breadcrumb")),
-        hit_reasons=(f"semantic_rank:{rank}",),
+        source=_text(get("source")),
+        title=_text(get("title")),
+        breadcrumb=_text(get("breadcrumb")),
+        hit_reasons=_reasons(rank),
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _reasons(rank: int) -> tuple[str, ...]:
+    return (f"semantic_rank:{rank}",)
 
 
 def _text(value: Any) -> str | None:

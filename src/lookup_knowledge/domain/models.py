@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 # Free-form JSON as py-rag sends it (retrieval_trace); carried, never interpreted.
 JsonObject = dict[str, Any]
@@ -25,24 +26,34 @@ class EvidenceStatus(StrEnum):
     NO_EVIDENCE = "NO_EVIDENCE"
 
 
-class KnowledgeSearchHit(_Frozen):
-    """One py-rag hit after the anti-corruption layer (docs/pipeline.md#adapter)."""
+class KnowledgeSearchHit(NamedTuple):
+    """One py-rag hit after the anti-corruption layer (docs/pipeline.md#adapter).
+
+    A named tuple, not a pydantic model: the adapter has checked every field already (a
+    non-blank key and text, a finite score, a rank from 1), and a lookup builds up to `top_k`
+    of them on its hot path, where validating them again cost more than the checks themselves
+    (docs/performance.md#pure-cpu).
+    """
 
     evidence_key: str
     doc_id: str
-    chunk_index: int | None = None
     content: str
     score: float
+    original_rank: int
+    chunk_index: int | None = None
     score_label: str = "rerank"
-    original_rank: int = Field(ge=1)
     source: str | None = None
     title: str | None = None
     breadcrumb: str | None = None
     hit_reasons: tuple[str, ...] = ()
 
 
-class SearchOutcome(_Frozen):
-    """What the py-rag adapter hands to the pipeline, plus the counts the audit keeps."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOutcome:
+    """What the py-rag adapter hands to the pipeline, plus the counts the audit keeps.
+
+    Built once per lookup by the adapter from checked hits; nothing here is validated again.
+    """
 
     hits: tuple[KnowledgeSearchHit, ...]
     upstream_status: str  # py-rag's evidence_status: "supported" | "no_evidence" | other
