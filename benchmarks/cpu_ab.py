@@ -2,6 +2,12 @@
 
     python benchmarks/cpu_ab.py --before /other/checkout/src            # 16 rounds of 4 s
     python benchmarks/cpu_ab.py --before /a/src --after /b/src --rounds 10
+    python benchmarks/cpu_ab.py --before /a/src --paced 300 --seconds 10  # latency, not CPU
+
+With `--paced RATE` each round offers every server the same open-loop rate instead (`load.py`
+`paced`: latency counts from the moment each request was due) and prints p50 and p99 per
+server, the p99 each service adds over the pass-through in each round, and their medians:
+the half-load latency of side_by_side.py, before and after, side by side.
 
 `side_by_side.py --env PYTHONPATH=...` compares two checkouts one run after the other; on a
 shared machine the other work moves between those runs, and a 5% change drowns. This bench
@@ -30,7 +36,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from drill_support import Service, private_redis
-from load import closed_loop, wrk_available
+from load import Load, closed_loop, paced, wrk_available
 from side_by_side import audit_rows, cores, fake_pyrag, mariadb_database, production, reference
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -44,6 +50,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="per closed loop")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--no-wrk", dest="wrk", action="store_false", help="asyncio client")
+    parser.add_argument(
+        "--paced", type=float, default=0.0, metavar="RATE", help="open loop at RATE req/s"
+    )
     args = parser.parse_args()
     use_wrk = args.wrk and wrk_available()
     server_core, load_core = cores()
@@ -88,6 +97,9 @@ def main() -> None:
         answered = dict.fromkeys(servers, 0)
         for name, server in servers.items():  # warm-up: connections, pools, first-call imports
             answered[name] += loop(server, 2)[1]
+        if args.paced:
+            latency_rounds(servers, args.paced, args.rounds, args.seconds)
+            return
         cpu: dict[str, list[float]] = {name: [] for name in servers}
         for index in range(args.rounds):
             names = list(servers) if index % 2 == 0 else list(reversed(servers))
@@ -118,6 +130,34 @@ def main() -> None:
     )
     for name in ("before", "after"):
         print(f"  audit rows, {name}: {rows[name]} for {answered[name]} lookups answered")
+
+
+def latency_rounds(servers: dict[str, Service], rate: float, rounds: int, seconds: float) -> None:
+    """Each round, every server gets `rate` req/s for `seconds`, in turn (the order reversed
+    every other round); p50 and p99 per server, and what each service adds over the
+    pass-through within the same round."""
+    samples: dict[str, list[Load]] = {name: [] for name in servers}
+    for index in range(rounds):
+        names = list(servers) if index % 2 == 0 else list(reversed(servers))
+        for name in names:
+            samples[name].append(paced(servers[name].port, rate=rate, seconds=seconds))
+    print(f"{rounds} rounds of {seconds:g} s at {rate:g} req/s offered, bundled asyncio client")
+    for name, loads in samples.items():
+        p50 = statistics.median(load.p50_s * 1000 for load in loads)
+        p99s = " ".join(f"{load.p99_s * 1000:.1f}" for load in loads)
+        failed = sum(load.failed for load in loads)
+        print(f"  {name:<14} p50 median {p50:.2f} ms; p99 per round (ms): {p99s}; failed {failed}")
+    base = samples["pass-through"]
+    for name in ("before", "after"):
+        added = [
+            (ours.p99_s - theirs.p99_s) * 1000
+            for ours, theirs in zip(samples[name], base, strict=True)
+        ]
+        print(
+            f"  p99 added over the pass-through, {name}: "
+            + " ".join(f"{a:+.1f}" for a in added)
+            + f"; median {statistics.median(added):+.1f} ms"
+        )
 
 
 if __name__ == "__main__":

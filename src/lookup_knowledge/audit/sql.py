@@ -31,6 +31,7 @@ from sqlalchemy.exc import (
     StatementError,
 )
 
+from lookup_knowledge.audit.gil import in_slices
 from lookup_knowledge.audit.schema import (
     ID_CHARS,
     INVOCATION_ID_CHARS,
@@ -412,7 +413,7 @@ class _LiteralInsert:
         room = MAX_STATEMENT_BYTES - len(self.prefix) - len(self.postfix)
         batch: list[str] = []
         size = 0
-        for row in rows:
+        for row in in_slices(rows):
             values = self.values(row)  # ASCII only: its length is its size in bytes
             if batch and size + len(values) + 1 > room:
                 yield self.prefix + ",".join(batch) + self.postfix
@@ -465,7 +466,7 @@ def _json_literal(serializer: Any, value: Any) -> str:
 def insert_records(engine: Engine, records: Sequence[AuditRow]) -> None:
     """Insert records in one transaction, one commit (exactly once per `invocation_id`); a
     lookup's row goes to `tool_invocation`, a report verification's to `guard_verification`."""
-    calls = [record_to_row(r) for r in records if isinstance(r, AuditRecord)]
+    calls = [record_to_row(r) for r in in_slices(records) if isinstance(r, AuditRecord)]
     verifications = [outcome_to_row(r) for r in records if isinstance(r, GuardOutcome)]
     with engine.begin() as conn:
         insert_rows(conn, calls)
