@@ -146,8 +146,8 @@ async def test_a_pipeline_grading_from_the_best_score_breaks_the_grade_rule(
     def best_score_first(hits: Any, *, limits: Any) -> Any:
         result = postprocess(hits, limits=limits)
         best = max(h.score for h in hits)
-        return result.model_copy(
-            update={"top_similarity": best, "relevance_level": RelevanceLevel.PRECISE}
+        return dataclasses.replace(
+            result, top_similarity=best, relevance_level=RelevanceLevel.PRECISE
         )
 
     monkeypatch.setattr(pipeline_run, "postprocess", best_score_first)

@@ -20,7 +20,12 @@ from lookup_knowledge.domain.audit import (
 )
 from lookup_knowledge.domain.contract import RagToolResult
 from lookup_knowledge.domain.jsonsafe import escape_surrogates
-from lookup_knowledge.domain.models import LookupResult, ProjectionSummary, SearchOutcome
+from lookup_knowledge.domain.models import (
+    LookupResult,
+    ProjectionSummary,
+    RerankTraceItem,
+    SearchOutcome,
+)
 
 
 def evidence_refs(result: RagToolResult) -> list[dict[str, Any]]:
@@ -35,6 +40,16 @@ def evidence_refs(result: RagToolResult) -> list[dict[str, Any]]:
         }
         for i, item in enumerate(result.evidence)
     ]
+
+
+def _trace_item(item: RerankTraceItem) -> dict[str, Any]:
+    return {
+        "final_rank": item.final_rank,
+        "source": item.source,
+        "base_score": item.base_score,
+        "final_score": item.final_score,
+        "boost_reasons": list(item.boost_reasons),
+    }
 
 
 def retrieval_details(
@@ -54,7 +69,7 @@ def retrieval_details(
             "top_similarity": lookup.top_similarity,
             "relevance_level": lookup.relevance_level,
             "evidence_keys": [block.evidence_key for block in lookup.evidence_blocks],
-            "rerank_trace": [item.model_dump(mode="json") for item in lookup.rerank_trace],
+            "rerank_trace": [_trace_item(item) for item in lookup.rerank_trace],
         },
         "context_pack": {
             "strategy": pack.strategy,

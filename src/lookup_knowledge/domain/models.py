@@ -63,7 +63,8 @@ class SearchOutcome:
     dropped_invalid: int = 0
 
 
-class EvidenceBlock(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceBlock:
     """A de-duplicated, capped hit that survived postprocessing."""
 
     evidence_key: str
@@ -78,7 +79,8 @@ class EvidenceBlock(_Frozen):
     hit_reasons: tuple[str, ...] = ()
 
 
-class RerankTraceItem(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RerankTraceItem:
     final_rank: int
     source: str | None
     base_score: float
@@ -86,7 +88,8 @@ class RerankTraceItem(_Frozen):
     boost_reasons: tuple[str, ...] = ()
 
 
-class EvidencePostprocessResult(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidencePostprocessResult:
     blocks: tuple[EvidenceBlock, ...]
     candidate_count: int
     evidence_block_count: int
@@ -97,7 +100,8 @@ class EvidencePostprocessResult(_Frozen):
     rerank_trace: tuple[RerankTraceItem, ...]
 
 
-class ContextPack(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextPack:
     packed_text: str
     strategy: str
     char_budget: int

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 
 from lookup_knowledge.domain.models import (
     EvidenceBlock,
@@ -125,4 +126,4 @@ def _merge(first: EvidenceBlock, again: KnowledgeSearchHit) -> EvidenceBlock:
     breadcrumb = first.breadcrumb
     if not (breadcrumb and breadcrumb.strip()) and again.breadcrumb and again.breadcrumb.strip():
         breadcrumb = again.breadcrumb
-    return first.model_copy(update={"hit_reasons": reasons, "breadcrumb": breadcrumb})
+    return replace(first, hit_reasons=reasons, breadcrumb=breadcrumb)
