@@ -95,6 +95,19 @@ def test_null_and_empty_optional_fields_are_omitted_never_null() -> None:
     assert b"null" not in project(lookup_json([]), tool_call_id="c", limits=LIMITS).body
 
 
+def test_an_item_keeps_the_contract_field_order_on_the_wire() -> None:
+    projection, _ = run([blk("a#chunk-0", "A", source="s.md", title="T", breadcrumb="T > S")])
+    item = json.loads(projection.body)["evidence"][0]
+    assert list(item) == ["document_id", "source", "title", "breadcrumb", "excerpt"]
+    assert item == {
+        "document_id": "a#chunk-0",
+        "source": "s.md",
+        "title": "T",
+        "breadcrumb": "T > S",
+        "excerpt": "A",
+    }
+
+
 def test_a_query_echo_over_the_limit_is_cut_and_flagged() -> None:
     _, wire = run([blk("a#chunk-0")], query="q" * 501)
     assert wire["query"] == "q" * 500

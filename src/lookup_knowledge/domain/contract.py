@@ -23,6 +23,20 @@ class RagEvidenceItem(_Strict):
     breadcrumb: str | None = None
     excerpt: str = Field(min_length=1)
 
+    def to_wire(self) -> dict[str, str]:
+        """The item's JSON object, in field order; a null or empty optional field is omitted
+        (`document_id` and `excerpt` are never empty)."""
+        data = {"document_id": self.document_id}
+        for name, value in (
+            ("source", self.source),
+            ("title", self.title),
+            ("breadcrumb", self.breadcrumb),
+        ):
+            if value:
+                data[name] = value
+        data["excerpt"] = self.excerpt
+        return data
+
 
 class RagToolResult(_Strict):
     evidence_status: Literal[EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE]
@@ -41,10 +55,7 @@ class RagToolResult(_Strict):
             "query": self.query,
         }
         if self.evidence:
-            data["evidence"] = [
-                {k: v for k, v in item.model_dump().items() if v not in (None, "")}
-                for item in self.evidence
-            ]
+            data["evidence"] = [item.to_wire() for item in self.evidence]
         data["returned_count"] = self.returned_count
         if self.relevance_level is not None:
             data["relevance_level"] = self.relevance_level.value
