@@ -59,9 +59,9 @@ def lateness(records: list[AuditRecord], seconds: float, slice_s: float) -> list
 
     def batch() -> None:
         rows = [sql.record_to_row(r) for r in gil.in_slices(records, slice_s)]
-        literal = sql._literal_insert(dialect, tool_invocation, tuple(rows[0]))
-        assert literal is not None
-        for _ in literal.statements(rows):
+        insert = sql._literal_insert(dialect, tool_invocation, tuple(rows[0]))
+        assert insert is not None
+        for _ in insert.statements(rows):
             pass
 
     def writer() -> None:

@@ -42,7 +42,7 @@ def test_quick_work_never_yields(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_batch_statement_is_built_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lookup_knowledge.audit import sql
+    from lookup_knowledge.audit import literal
 
     seen: list[object] = []
 
@@ -50,8 +50,8 @@ def test_the_batch_statement_is_built_in_slices(monkeypatch: pytest.MonkeyPatch)
         seen.append(items)
         return gil.in_slices(items, slice_s)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sql, "in_slices", spy)
+    monkeypatch.setattr(literal, "in_slices", spy)
     rows = [{"a": 1}]
-    literal = sql._LiteralInsert("INSERT INTO t (a) VALUES ", "(%(a)s)", "", {"a": None})
-    assert list(literal.statements(rows)) == ["INSERT INTO t (a) VALUES (1)"]
+    insert = literal.LiteralInsert("INSERT INTO t (a) VALUES ", "(%(a)s)", "", {"a": None})
+    assert list(insert.statements(rows)) == ["INSERT INTO t (a) VALUES (1)"]
     assert seen == [rows]

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from audit_support import database, make_record, reader
-from lookup_knowledge.audit import schema
+from lookup_knowledge.audit import literal, schema
 from lookup_knowledge.audit import sql as audit_sql
 from lookup_knowledge.domain.audit import OUTPUT_PREVIEW_CHARS
 from lookup_knowledge.domain.guard import GuardOutcome, GuardViolationRef
@@ -135,10 +135,10 @@ def test_the_literal_insert_stores_what_the_core_insert_stored(
 def test_the_literal_insert_is_used_on_mariadb(mariadb: Engine) -> None:
     with mariadb.connect() as conn:
         keys = tuple(audit_sql.record_to_row(make_record(1)))
-        literal = audit_sql._literal_insert(conn.dialect, schema.tool_invocation, keys)
-    assert literal is not None
-    assert literal.prefix.startswith("INSERT INTO tool_invocation (")
-    assert "ON DUPLICATE KEY UPDATE" in literal.postfix
+        insert = audit_sql._literal_insert(conn.dialect, schema.tool_invocation, keys)
+    assert insert is not None
+    assert insert.prefix.startswith("INSERT INTO tool_invocation (")
+    assert "ON DUPLICATE KEY UPDATE" in insert.postfix
 
 
 @pytest.mark.mysql
@@ -146,15 +146,15 @@ def test_rows_past_one_statement_are_cut_into_several_in_one_transaction(
     mariadb: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[str] = []
-    original = audit_sql._LiteralInsert.statements
+    original = literal.LiteralInsert.statements
 
-    def counted(self: audit_sql._LiteralInsert, rows: Any) -> Iterator[str]:
+    def counted(self: literal.LiteralInsert, rows: Any) -> Iterator[str]:
         for statement in original(self, rows):
             sent.append(statement)
             yield statement
 
-    monkeypatch.setattr(audit_sql._LiteralInsert, "statements", counted)
-    monkeypatch.setattr(audit_sql, "MAX_STATEMENT_BYTES", 6000)
+    monkeypatch.setattr(literal.LiteralInsert, "statements", counted)
+    monkeypatch.setattr(literal, "MAX_STATEMENT_BYTES", 6000)
     records = [make_record(n, output_preview="x" * 1000) for n in range(12)]
 
     audit_sql.insert_records(mariadb, records)
@@ -182,16 +182,16 @@ def test_literals_are_written_as_pymysql_writes_them() -> None:
 
     moment = datetime(2026, 11, 30, 10, 0, 0, 123000)
     for value in (0.1, 1e-7, 1e22, -2.5, 0.0, 3.0):
-        assert audit_sql._sql_float(value) == escape_float(value)
-    assert audit_sql._sql_datetime(moment) == escape_datetime(moment)
-    assert audit_sql._sql_datetime(moment.replace(microsecond=0)) == escape_datetime(
+        assert literal.sql_float(value) == escape_float(value)
+    assert literal.sql_datetime(moment) == escape_datetime(moment)
+    assert literal.sql_datetime(moment.replace(microsecond=0)) == escape_datetime(
         moment.replace(microsecond=0)
     )
-    assert audit_sql.hex_literal("it's") == "_utf8mb4 X'" + b"it's".hex() + "'"
+    assert literal.hex_literal("it's") == "_utf8mb4 X'" + b"it's".hex() + "'"
     with pytest.raises(ValueError):
-        audit_sql._sql_datetime(moment.replace(tzinfo=UTC) + timedelta(0))
+        literal.sql_datetime(moment.replace(tzinfo=UTC) + timedelta(0))
     with pytest.raises(ValueError):
-        audit_sql._sql_float(math.nan)
+        literal.sql_float(math.nan)
 
 
 @pytest.mark.parametrize(
@@ -214,10 +214,10 @@ def test_the_statement_is_sqlalchemys_upsert_for_each_server_and_paramstyle(
     records = [make_record(1), make_record(2, output_preview=None)]
     rows = [audit_sql.record_to_row(r) for r in records]
 
-    literal = audit_sql._literal_insert(dialect, schema.tool_invocation, tuple(rows[0]))
+    insert = audit_sql._literal_insert(dialect, schema.tool_invocation, tuple(rows[0]))
 
-    assert literal is not None and literal.postfix == postfix
-    [statement] = literal.statements(rows)
+    assert insert is not None and insert.postfix == postfix
+    [statement] = insert.statements(rows)
     columns = ", ".join(rows[0])
     assert statement.startswith(f"INSERT INTO tool_invocation ({columns}) VALUES (_utf8mb4 X'")
     assert statement.endswith(postfix) and statement.count("),(") == 1

@@ -16,7 +16,7 @@ from typing import Any
 
 from pymysql.connections import Connection
 
-from lookup_knowledge.audit.sql import hex_literal
+from lookup_knowledge.audit.literal import hex_literal
 
 LONG_STRING_CHARS = 256
 
