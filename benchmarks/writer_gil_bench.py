@@ -58,7 +58,7 @@ def lateness(records: list[AuditRecord], seconds: float, slice_s: float) -> list
     stop = threading.Event()
 
     def batch() -> None:
-        rows = [sql.record_to_row(r) for r in gil.in_slices(records, slice_s)]
+        rows = [sql.record_to_row(r) for r in gil.in_slices(records)]
         insert = sql._literal_insert(dialect, tool_invocation, tuple(rows[0]))
         assert insert is not None
         for _ in insert.statements(rows):
@@ -79,8 +79,8 @@ def lateness(records: list[AuditRecord], seconds: float, slice_s: float) -> list
             late.append(time.perf_counter() - due)
         return late
 
-    saved = gil.in_slices.__defaults__
-    gil.in_slices.__defaults__ = (slice_s,)  # the statement loop's slice too
+    saved = gil.SLICE_S
+    gil.SLICE_S = slice_s  # every loop of the writer, the statement's too
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
     try:
@@ -88,7 +88,7 @@ def lateness(records: list[AuditRecord], seconds: float, slice_s: float) -> list
     finally:
         stop.set()
         thread.join()
-        gil.in_slices.__defaults__ = saved
+        gil.SLICE_S = saved
 
 
 def main() -> None:

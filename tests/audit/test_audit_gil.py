@@ -46,7 +46,7 @@ def test_the_batch_statement_is_built_in_slices(monkeypatch: pytest.MonkeyPatch)
 
     seen: list[object] = []
 
-    def spy(items: object, slice_s: float = gil.SLICE_S) -> object:
+    def spy(items: object, slice_s: float | None = None) -> object:
         seen.append(items)
         return gil.in_slices(items, slice_s)  # type: ignore[arg-type]
 
@@ -55,3 +55,13 @@ def test_the_batch_statement_is_built_in_slices(monkeypatch: pytest.MonkeyPatch)
     insert = literal.LiteralInsert("INSERT INTO t (a) VALUES ", "(%(a)s)", "", {"a": None})
     assert list(insert.statements(rows)) == ["INSERT INTO t (a) VALUES (1)"]
     assert seen == [rows]
+
+
+def test_the_slice_is_read_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr(gil.time, "perf_counter", Clock(step=0.0002))
+    monkeypatch.setattr(gil.time, "sleep", sleeps.append)
+    monkeypatch.setattr(gil, "SLICE_S", float("inf"))
+
+    assert list(gil.in_slices(range(50))) == list(range(50))
+    assert sleeps == []

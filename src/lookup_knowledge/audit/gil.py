@@ -18,8 +18,11 @@ T = TypeVar("T")
 SLICE_S = 0.0005
 
 
-def in_slices(items: Iterable[T], slice_s: float = SLICE_S) -> Iterator[T]:
-    """`items`, letting go of the GIL whenever `slice_s` of work has passed since the last time."""
+def in_slices(items: Iterable[T], slice_s: float | None = None) -> Iterator[T]:
+    """`items`, letting go of the GIL whenever `slice_s` (default `SLICE_S`, read at each call)
+    of work has passed since the last time."""
+    if slice_s is None:
+        slice_s = SLICE_S
     clock = time.perf_counter
     due = clock() + slice_s
     for item in items:

@@ -72,9 +72,9 @@ class LiteralInsert:
     The statement is SQLAlchemy's own upsert (audit/sql.py builds it per dialect), compiled
     once for the connection's dialect; what this skips is the per-row work around it:
     SQLAlchemy's bind processing and PyMySQL's per-value escaping
-    (docs/performance.md#audit-writer). Values are
-    written as PyMySQL writes them, except that every string is a hex literal. JSON columns go
-    through the engine's serializer, as SQLAlchemy's JSON type sends them (None as JSON null).
+    (docs/performance.md#audit-writer). Values are written as PyMySQL writes them, except that
+    every string is a hex literal. JSON columns go through the engine's serializer, as
+    SQLAlchemy's JSON type sends them (None as JSON null).
     Rows are cut into statements of at most `MAX_STATEMENT_BYTES`, as PyMySQL's executemany
     cuts them, all in the caller's transaction.
     """
@@ -114,10 +114,9 @@ def literal_insert(
     """The literal insert of `keys` into `table` for this dialect, from its `upsert`; None when
     the compiled statement is not the plain `INSERT ... VALUES (...) ...` it expects (the core
     path then)."""
-    stmt = upsert
-    if stmt is None or not set(keys) <= set(table.c.keys()):
+    if upsert is None or not set(keys) <= set(table.c.keys()):
         return None
-    compiled = stmt.compile(dialect=dialect, column_keys=list(keys))
+    compiled = upsert.compile(dialect=dialect, column_keys=list(keys))
     statement = str(compiled)
     if "%%" in statement:  # a literal % somewhere: not the statement this expects
         return None
