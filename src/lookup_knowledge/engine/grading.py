@@ -24,6 +24,8 @@ from lookup_knowledge.engine.bags import Bags
 from lookup_knowledge.engine.postings import Postings, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery
 
+_UNCOVERED = (Known.UNKNOWN, Known.ABSENT)  # concepts no chunk can hold
+
 
 class Grader:
     def __init__(
@@ -81,7 +83,7 @@ class Grader:
         heading_named = np.zeros(len(candidates))  # heading term weight the query names
         named: set[int] = set()
         for concept, where, weight in zip(read.concepts, verbatim, weights.tolist(), strict=True):
-            if concept.known is Known.UNKNOWN or (concept.known is Known.BRIDGED and not bridges):
+            if concept.known in _UNCOVERED or (concept.known is Known.BRIDGED and not bridges):
                 continue
             if concept.known is Known.BRIDGED:
                 share = np.zeros(len(candidates))

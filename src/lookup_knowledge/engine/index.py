@@ -9,7 +9,9 @@ apart (for the heading grading features). A search:
 1. reads the query against the corpus (`engine.query`): concepts with weights, typos mapped
    to the corpus word they stand for, ids dropped; nothing known → no candidates. Acronyms
    the corpus defines (`engine.acronyms`) add the other side of a named acronym or expansion
-   to the query's whole identifiers;
+   to the query's whole identifiers; an identifier the query names (`engine.identifiers`)
+   that the corpus misspells or shortens adds the corpus's own, and one it lacks in every
+   form becomes a concept no chunk covers;
 2. ranks every chunk the filters allow (no filter: no mask at all) by BM25 over the chunk
    plus `DOCUMENT_MIX` × BM25 over its whole document, so a section is found through the
    rest of its runbook too, plus `TITLE_MIX` × BM25 over its document's title field (the
@@ -45,6 +47,8 @@ from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.grading import Grader
+from lookup_knowledge.engine.identifiers import CorpusIdentifiers
+from lookup_knowledge.engine.identifiers import named as named_identifiers
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
 from lookup_knowledge.engine.ngrams import ChunkBigrams
@@ -155,6 +159,7 @@ class KnowledgeIndex:
             vocabulary=self._vocabulary,
         )
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
+        self._identifiers = CorpusIdentifiers(words)
         self._translations = Translations(
             (w for w in words if tokenize.is_cjk_word(w)),
             self._vocabulary.__contains__,
@@ -194,7 +199,27 @@ class KnowledgeIndex:
             held_verbatim=self._holds_run,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
-        return ReadQuery(read.concepts, (*read.wholes, *extra)) if extra else read
+        near, absent = self._look_up_identifiers(query, (*read.wholes, *extra))
+        if not (extra or near or absent):
+            return read
+        return ReadQuery((*read.concepts, *absent), (*read.wholes, *extra, *near))
+
+    def _look_up_identifiers(
+        self, query: str, wholes: Sequence[str]
+    ) -> tuple[list[str], list[Concept]]:
+        """The corpus identifiers the query's misspelt or shortened ones stand for, and a
+        concept for each one the corpus lacks in every form (`engine.identifiers`)."""
+        near: list[str] = []
+        absent: list[Concept] = []
+        for identifier in named_identifiers(query):
+            if identifier in self._vocabulary or self._identifiers.holds(identifier):
+                continue
+            found = self._identifiers.nearest(identifier)
+            if found is None:
+                absent.append(Concept(identifier, (), Known.ABSENT))
+            elif found not in wholes and found not in near:
+                near.append(found)
+        return near, absent
 
     def search(
         self, query: str, *, top_k: int, filters: Mapping[str, str] | None = None
@@ -305,6 +330,8 @@ class KnowledgeIndex:
         n = len(self._chunks)
         if concept.known is Known.UNKNOWN:
             return query_reading.UNKNOWN_FACTOR * idf(0, n)
+        if concept.known is Known.ABSENT:
+            return query_reading.ABSENT_FACTOR * idf(0, n)
         df = (
             int(np.count_nonzero(verbatim))
             if verbatim is not None

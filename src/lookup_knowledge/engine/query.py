@@ -23,6 +23,11 @@ concept weighs depends on what the corpus knows of it:
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
+* **absent** — a CamelCase or snake_case identifier the corpus holds in no form
+  (`engine.identifiers`): the query names a thing the corpus never mentions. Its parts are
+  concepts as any word is; the whole is one more concept, which no chunk covers, weighing
+  `ABSENT_FACTOR` times the rarest word's weight: a name the corpus lacks says more about
+  what the question is about than any one word it lacks.
 
 A Chinese word the corpus does not know is first re-read by jieba's dictionary alone (its HMM
 sometimes glues a function character onto a word: `有大` → `大`). Whole identifiers
@@ -54,6 +59,7 @@ from lookup_knowledge.engine.lexicon import Lexicon
 TYPO_FACTOR = 0.8
 SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
+ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
 
@@ -64,6 +70,7 @@ class Known(StrEnum):
     TYPO = "typo"
     BRIDGED = "bridged"  # known only through the thesaurus's technical terms
     UNKNOWN = "unknown"
+    ABSENT = "absent"  # an identifier the corpus lacks in every form (engine.identifiers)
 
 
 @dataclass(frozen=True, slots=True)

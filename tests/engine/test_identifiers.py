@@ -1,0 +1,119 @@
+"""Identifiers a query names, looked up whole among its corpus's terms (engine.identifiers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.identifiers import CorpusIdentifiers, named
+from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+from lookup_knowledge.engine.query import Known
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("how do I use PodDisruptionBudget here", ["poddisruptionbudget"]),
+        ("kafka throws NOT_LEADER_OR_FOLLOWER", ["not_leader_or_follower"]),
+        ("probe_ssl_earliest_cert_expiry is low", ["probe_ssl_earliest_cert_expiry"]),
+        ("why does useEffect run twice", ["useeffect"]),
+        ("DNSPolicy and ImagePullBackOff", ["dnspolicy", "imagepullbackoff"]),
+        ("怎么用PodDisruptionBudget保证副本", ["poddisruptionbudget"]),
+        ("ImagePullBackOff again: ImagePullBackOff", ["imagepullbackoff"]),
+        ("kubeadm init hangs in wait-control-plane", ["wait-control-plane"]),
+        ("how do I turn on --rotate-certificates", ["rotate-certificates"]),
+    ],
+)
+def test_camel_and_snake_case_names_are_identifiers(text: str, expected: list[str]) -> None:
+    assert named(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Kafka consumer lag on HPA",  # a capitalised word, an acronym
+        "the long-term store of checkout-api",  # two hyphenated words: prose, object names
+        "upgrade to v1_28 of node_exporter2",  # a digit: a version, an id
+        "o.h.e.j.s.SqlExceptionHelper failed",  # inside a dotted name
+        "caller=pod_workers.go:191 in /var/lib/kubelet_pods/x",  # a file name, a path
+    ],
+)
+def test_words_names_and_noise_are_no_identifiers(text: str) -> None:
+    assert named(text) == []
+
+
+def test_an_identifier_inside_a_longer_one_is_held_separators_aside() -> None:
+    corpus = CorpusIdentifiers(["kernel.pid_max", "kubestatemetricsshardsmissing", "node"])
+
+    assert corpus.holds("pid_max")
+    assert corpus.holds("shardsmissing")
+    assert corpus.holds("kube_state_metrics")
+    assert not corpus.holds("poddisruptionbudget")
+
+
+def test_a_misspelt_or_shortened_identifier_stands_for_the_closest_corpus_one() -> None:
+    corpus = CorpusIdentifiers(
+        [
+            "kubememoryovercommit",
+            "kubememoryquotaovercommit",
+            "kubepodcrashlooping",
+            "tcp_tw_recycle",
+        ]
+    )
+
+    assert corpus.nearest("kubememovercommit") == "kubememoryovercommit"
+    assert corpus.nearest("kubepodcrashloopin") == "kubepodcrashlooping"
+    assert corpus.nearest("tcp_tw_recyle") == "tcp_tw_recycle"
+    assert corpus.nearest("poddisruptionbudget") is None
+    assert corpus.nearest("memovercommit") is None  # not the same first letter
+
+
+_PODS = """# Pod eviction
+
+When a node drains, every pod on it is evicted and rescheduled; the pod budget of
+replicas decides how many may go at once during the disruption.
+"""
+_MEMORY = """# KubeMemoryOvercommit
+
+The cluster has overcommitted memory requests and cannot tolerate a node failure.
+"""
+_QUOTA = """# KubeMemoryQuotaOvercommit
+
+The memory quota of the namespaces overcommits the cluster's memory.
+"""
+
+
+def _corpus(tmp_path: Path) -> KnowledgeIndex:
+    for name, text in (("pods.md", _PODS), ("memory.md", _MEMORY), ("quota.md", _QUOTA)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return KnowledgeIndex(load_documents(tmp_path))
+
+
+def _top(index: KnowledgeIndex, query: str) -> tuple[str, float]:
+    graded = index.grade(query)
+    assert not isinstance(graded, NoEvidenceBasis)
+    first = int(graded.order[0])
+    return index.chunk(int(graded.candidates[first])).source, float(graded.quality[first])
+
+
+def test_an_identifier_the_corpus_lacks_counts_against_every_hit(tmp_path: Path) -> None:
+    index = _corpus(tmp_path)
+    read = index.read("node drain blocked by PodDisruptionBudget")
+    absent = [c for c in read.concepts if c.known is Known.ABSENT]
+
+    assert [c.token for c in absent] == ["poddisruptionbudget"]
+    # The same words, without naming the thing the corpus lacks, grade higher.
+    source, with_name = _top(index, "node drain blocked by PodDisruptionBudget")
+    same_source, without = _top(index, "node drain blocked by pod disruption budget")
+    assert source == same_source == "pods.md"
+    assert with_name < without
+
+
+def test_a_shortened_identifier_finds_the_page_it_stands_for(tmp_path: Path) -> None:
+    index = _corpus(tmp_path)
+
+    assert "kubememoryovercommit" in index.read("KubeMemOvercommit firing").wholes
+    assert _top(index, "KubeMemOvercommit firing")[0] == "memory.md"
+    assert not [c for c in index.read("KubeMemOvercommit").concepts if c.known is Known.ABSENT]
