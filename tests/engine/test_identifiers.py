@@ -117,3 +117,36 @@ def test_a_shortened_identifier_finds_the_page_it_stands_for(tmp_path: Path) -> 
     assert "kubememoryovercommit" in index.read("KubeMemOvercommit firing").wholes
     assert _top(index, "KubeMemOvercommit firing")[0] == "memory.md"
     assert not [c for c in index.read("KubeMemOvercommit").concepts if c.known is Known.ABSENT]
+
+
+def test_a_word_no_dictionary_knows_is_a_name_an_english_one_is_not() -> None:
+    from lookup_knowledge.engine.bilingual import Translations
+    from lookup_knowledge.engine.lexicon import Lexicon
+
+    translations = Translations([], lambda _term: False, Lexicon.load().stopwords)
+
+    assert translations.is_name("istio")
+    assert translations.is_name("pushgateway")
+    assert not translations.is_name("allot")  # the stem of an English word
+    assert not translations.is_name("ksm")  # too short: as often an abbreviation
+    assert not translations.is_name("k8s")
+
+
+_SIDECAR = """# Config reloader sidecar errors
+
+The config reloader sidecar of the pod fails to reload and restarts again and again.
+"""
+
+
+def test_a_tool_the_corpus_never_mentions_weighs_more_than_an_unknown_word(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "sidecar.md").write_text(_SIDECAR, encoding="utf-8")
+    (tmp_path / "other.md").write_text("# Disk full\n\nThe disk of the node is full.\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+
+    named = index.read("istio sidecar restarts")
+    assert [c.known for c in named.concepts if c.token == "istio"] == [Known.ABSENT]
+    unknown = index.read("yellow sidecar restarts")
+    assert [c.known for c in unknown.concepts if c.token == "yellow"] == [Known.UNKNOWN]
+    assert _top(index, "istio sidecar restarts")[1] < _top(index, "yellow sidecar restarts")[1]

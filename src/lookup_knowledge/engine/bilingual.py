@@ -44,6 +44,8 @@ RESPELL_LENGTHS = (2, 3, 4)  # characters of a corpus word a query span may miss
 _PARENTHESES = re.compile(r"\([^)]*\)")
 _ONE_WORD = re.compile(r"(?:to |a |an |the )?([a-z][a-z-]{1,30})")
 LOAD_DELAY_S = 3.0
+_ENGLISH_WORD = re.compile(r"[a-z]{3,}")
+NAME_MIN_LETTERS = 4  # shorter unknown words are as often abbreviations (`ksm`) as names
 
 
 @functools.cache
@@ -61,6 +63,14 @@ def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
             if syllable.isalpha():
                 readings.setdefault(headword, set()).add(syllable)
     return table, {c: frozenset(r) for c, r in readings.items()}
+
+
+@functools.cache
+def english_stems() -> frozenset[str]:
+    """The stems of every English word of the dictionary's definitions (about 37,000): the
+    words of the language, as far as telling a word from a name goes (`is_name`)."""
+    text = "/".join(_dictionary().values()).lower()
+    return frozenset(tokenize.stem(w) for w in set(_ENGLISH_WORD.findall(text)))
 
 
 def _dictionary() -> dict[str, str]:
@@ -133,6 +143,7 @@ class Translations:
         chinese_words = self._chinese_words
         try:
             dictionary, self._readings = _cedict()
+            english_stems()
             masked: dict[tuple[int, int, str], list[str]] = {}
             for word in chinese_words:
                 if len(word) in RESPELL_LENGTHS:
@@ -165,6 +176,14 @@ class Translations:
         if tokenize.is_cjk_word(word):
             return self._to_english(word)
         return self._to_chinese.get(word, frozenset())
+
+    def is_name(self, word: str) -> bool:
+        """Whether a Latin query word (stemmed) that neither the corpus nor its typos hold is a
+        name, no English word of the dictionary: `istio`, `pushgateway`, not `allotted`."""
+        if len(word) < NAME_MIN_LETTERS or not word.isalpha():
+            return False
+        self.wait()
+        return word not in english_stems()
 
     def respell(self, span: str, position: int) -> str | None:
         """The corpus word that `span` (Chinese characters) misspells at `position`: the same

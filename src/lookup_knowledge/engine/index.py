@@ -197,6 +197,7 @@ class KnowledgeIndex:
             translate=self._translations,
             respell=self._translations.respell,
             held_verbatim=self._holds_run,
+            is_name=self._translations.is_name,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         near, absent = self._look_up_identifiers(query, (*read.wholes, *extra))

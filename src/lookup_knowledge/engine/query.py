@@ -23,9 +23,10 @@ concept weighs depends on what the corpus knows of it:
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
-* **absent** — a CamelCase or snake_case identifier the corpus holds in no form
-  (`engine.identifiers`): the query names a thing the corpus never mentions. Its parts are
-  concepts as any word is; the whole is one more concept, which no chunk covers, weighing
+* **absent** — a name the corpus never mentions: an identifier it holds in no form
+  (`engine.identifiers`; its parts are concepts as any word is, the whole is one more), or
+  an unknown Latin word of four letters or more that is no English word of the dictionary
+  (`istio`, `pushgateway`: `engine.bilingual`). No chunk covers it, and it weighs
   `ABSENT_FACTOR` times the rarest word's weight: a name the corpus lacks says more about
   what the question is about than any one word it lacks.
 
@@ -123,12 +124,14 @@ def read_query(
     translate: Translate = no_translations,
     respell: Respell = no_respelling,
     held_verbatim: Callable[[str], bool] = no_words,
+    is_name: Callable[[str], bool] = no_words,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
     text), `nearest` (a typo's corpus word), `translate` (corpus words that translate a
     word), `respell` (the corpus word a span of Chinese characters misspells at a
-    position) and `held_verbatim` (whether a run of the query is log noise that some chunk
-    holds as a whole run of its text) describe the corpus."""
+    position), `held_verbatim` (whether a run of the query is log noise that some chunk
+    holds as a whole run of its text) and `is_name` (whether a Latin word the corpus lacks,
+    no typo of one, is a name rather than a word of the language) describe the corpus."""
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
@@ -143,7 +146,7 @@ def read_query(
             continue
         if token.text in concepts:
             continue
-        concept = _concept(token, lexicon, held, in_text, nearest)
+        concept = _concept(token, lexicon, held, in_text, nearest, is_name)
         if concept is not None:
             concepts[token.text] = concept
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
@@ -243,7 +246,8 @@ def _bridge(
             new = tuple(t for t in terms if t not in concept.bridges)
             if not new:
                 continue
-            known = Known.BRIDGED if concept.known is Known.UNKNOWN else concept.known
+            lacking = concept.known in (Known.UNKNOWN, Known.ABSENT)  # the thesaurus knows it
+            known = Known.BRIDGED if lacking else concept.known
             concepts[word] = Concept(concept.token, concept.variants, known, concept.bridges + new)
 
 
@@ -289,6 +293,7 @@ def _concept(
     held: _Held,
     in_text: Callable[[str], bool],
     nearest: Callable[[str], str | None],
+    is_name: Callable[[str], bool],
 ) -> Concept | None:
     word = token.text
     variants = held.forms(word)
@@ -304,4 +309,6 @@ def _concept(
     if corrected is not None:
         forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
         return Concept(word, forms or (corrected,), Known.TYPO)
+    if is_name(word):  # `istio`, `thanos`: a tool the corpus never mentions
+        return Concept(word, (), Known.ABSENT)
     return Concept(word, (), Known.UNKNOWN)
