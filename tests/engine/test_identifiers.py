@@ -38,6 +38,7 @@ def test_camel_and_snake_case_names_are_identifiers(text: str, expected: list[st
         "upgrade to v1_28 of node_exporter2",  # a digit: a version, an id
         "o.h.e.j.s.SqlExceptionHelper failed",  # inside a dotted name
         "caller=pod_workers.go:191 in /var/lib/kubelet_pods/x",  # a file name, a path
+        "Ab" * 60,  # a run too long to be a name (a paste, a hash)
     ],
 )
 def test_words_names_and_noise_are_no_identifiers(text: str) -> None:

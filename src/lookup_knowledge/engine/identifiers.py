@@ -59,6 +59,10 @@ _IDENTIFIER = re.compile(
 )
 _FLAG = re.compile(r"(?<![A-Za-z0-9_-])--([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+)" + _EDGE_AFTER)
 _DROP = str.maketrans("", "", "._:/-")
+# A stretch of the characters an identifier, a path or a URL is made of: each is searched
+# apart, so the edges above see its ends.
+_RUN = re.compile(r"[A-Za-z0-9_./:-]+")
+MAX_LETTERS = 100  # longer runs are no name
 TYPO_MIN_LETTERS = 8  # shorter identifiers are too close to too many others
 TYPO_DISTANCE = 2
 ABBREVIATION_MIN_LETTERS = 6
@@ -68,9 +72,14 @@ CANDIDATES = 40
 
 def named(text: str) -> list[str]:
     """The identifiers of `text`, lowercased, once each: CamelCase, snake_case and longer
-    kebab-case ones in order, then command-line flags (without their dashes)."""
-    found = [m.group().lower() for m in _IDENTIFIER.finditer(text)]
-    found += [m.group(1) for m in _FLAG.finditer(text)]
+    kebab-case ones in order, then command-line flags (without their dashes). A run of
+    Latin characters longer than `MAX_LETTERS` is no name (a paste, a hash, noise) and is
+    not searched, which also keeps a pathological query cheap."""
+    found: list[str] = []
+    for run in _RUN.findall(text):
+        if len(run) <= MAX_LETTERS + 2:  # room for a flag's dashes
+            found += [m.group().lower() for m in _IDENTIFIER.finditer(run)]
+            found += [m.group(1) for m in _FLAG.finditer(run)]
     return list(dict.fromkeys(w for w in found if not any(c.isdigit() for c in w)))
 
 
