@@ -147,6 +147,20 @@ def main() -> None:
         measured["bundled search p99"] = _percentile(direct, 99)
     print(f"  HTTP (ASGI)    p50 {_ms(_percentile(http, 50))}  p95 {_ms(_percentile(http, 95))}")
     print(f"  index.search   mean {_ms(statistics.fmean(direct))}  max {_ms(max(direct))}")
+    hostile = []  # MAX_QUERY_CHARS of one run, of mixed runs, of noise
+    for query in (
+        "a" * 4000,
+        "aA" * 2000,
+        "a." * 2000,
+        "Ab" * 2000 + "_",
+        "的" * 4000,
+        "?!" * 2000,
+    ):
+        started = time.perf_counter()
+        index.search(query, top_k=20)
+        hostile.append(time.perf_counter() - started)
+    slowest = max(hostile)
+    print(f"  hostile 4000-character queries (6): slowest {_ms(slowest)}")
 
     if args.docs is None:
         _print_answers(index)

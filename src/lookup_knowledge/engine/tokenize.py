@@ -71,10 +71,12 @@ _NAMED_DATE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+# Both start only where a run of their characters starts: a search from every position of a
+# long run (a 4000-character paste) would take time quadratic in its length.
 _SOURCE_LOCATION = re.compile(
-    r"[\w./@-]*\.(?:go|py|java|kt|scala|js|ts|rb|rs|c|cc|cpp|h|cs|php|ex|erl):\d+\b"
+    r"(?<![\w./@-])[\w./@-]*\.(?:go|py|java|kt|scala|js|ts|rb|rs|c|cc|cpp|h|cs|php|ex|erl):\d+\b"
 )
-_URL_AUTHORITY = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/\"'\]\)]+", re.IGNORECASE)
+_URL_AUTHORITY = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/\"'\]\)]+", re.IGNORECASE)
 _LOG_KEY = re.compile(r"(?:(?<![\w.\-])[A-Za-z_][\w.\-]*(?==\S)=)|(?:\"[A-Za-z_][\w.\-]*\"\s*:)")
 LOG_KEYS_MIN = 2  # key=value pairs that make a text a structured log line
 
