@@ -54,6 +54,16 @@ def test_an_identifier_inside_a_longer_one_is_held_separators_aside() -> None:
     assert not corpus.holds("poddisruptionbudget")
 
 
+@pytest.mark.parametrize("terms", [[], ["ab", "节点", "pod"]])
+def test_a_corpus_without_long_latin_terms_holds_and_abbreviates_nothing(
+    terms: list[str],
+) -> None:
+    corpus = CorpusIdentifiers(terms)
+
+    assert not corpus.holds("poddisruptionbudget")
+    assert corpus.nearest("poddisruptionbudget") is None
+
+
 def test_a_misspelt_or_shortened_identifier_stands_for_the_closest_corpus_one() -> None:
     corpus = CorpusIdentifiers(
         [

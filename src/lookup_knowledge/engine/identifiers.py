@@ -136,7 +136,8 @@ class _Table:
         owner = owner[first]
         codes = padded[first].astype(np.int32) * 256 + padded[first + 1]
         pairs = np.sort(codes.astype(np.int64) << 32 | owner)
-        pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # each (pair, term) once
+        if len(pairs):
+            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # each pair once
         self._codes = (pairs >> 32).astype(np.int32)
         self._owners = (pairs & 0xFFFFFFFF).astype(np.int32)
 
