@@ -161,3 +161,22 @@ def test_a_tool_the_corpus_never_mentions_weighs_more_than_an_unknown_word(
     unknown = index.read("yellow sidecar restarts")
     assert [c.known for c in unknown.concepts if c.token == "yellow"] == [Known.UNKNOWN]
     assert _top(index, "istio sidecar restarts")[1] < _top(index, "yellow sidecar restarts")[1]
+
+
+def test_a_deployment_lists_its_own_service_names_as_stopwords(tmp_path: Path) -> None:
+    from lookup_knowledge.engine.lexicon import Lexicon
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sidecar.md").write_text(_SIDECAR, encoding="utf-8")
+    (docs / ".lexicon").mkdir()
+    (docs / ".lexicon" / "stopwords.txt").write_text("paymentsvc\n", encoding="utf-8")
+    plain = KnowledgeIndex(load_documents(docs))
+    extended = KnowledgeIndex(load_documents(docs), Lexicon.load(docs))
+    query = "paymentsvc sidecar restarts"
+
+    assert [c.token for c in plain.read(query).concepts if c.known is Known.ABSENT] == [
+        "paymentsvc"
+    ]
+    assert not [c for c in extended.read(query).concepts if c.known is Known.ABSENT]
+    assert _top(extended, query)[1] > _top(plain, query)[1]
