@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -91,9 +91,10 @@ def flat(identifier: str) -> str:
 class CorpusIdentifiers:
     """Which identifiers a corpus holds, and the one a misspelt or shortened name stands for."""
 
-    def __init__(self, terms: Iterable[str]) -> None:
-        """`terms`: the corpus's vocabulary (its Latin terms are used)."""
-        self._terms = [t for t in terms if t.isascii()]
+    def __init__(self, terms: Sequence[str]) -> None:
+        """`terms`: the corpus's vocabulary (its Latin terms are used, when the first query
+        needs them: the index's build does no work for this)."""
+        self._terms = terms
         self._lock = threading.Lock()
         self._table: _Table | None = None
 
@@ -113,7 +114,7 @@ class CorpusIdentifiers:
         if table is None:
             with self._lock:
                 if self._table is None:
-                    self._table = _Table(self._terms)
+                    self._table = _Table([t for t in self._terms if t.isascii()])
                 table = self._table
         return table
 
