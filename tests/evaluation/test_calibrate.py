@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex
-from lookup_knowledge.evaluation.calibrate import Query, Row, auc, fit, predict, report, rows_for
+from lookup_knowledge.evaluation.calibrate import (
+    Query,
+    Row,
+    auc,
+    brier,
+    fit,
+    log_loss,
+    predict,
+    report,
+    rows_for,
+    training,
+    writer_report,
+)
+from lookup_knowledge.evaluation.devset import case_writers
 
 
 def test_the_fit_recovers_the_coefficients_that_generated_the_outcomes() -> None:
@@ -89,3 +105,69 @@ def test_the_report_counts_right_rank_first_documents_of_answerable_cases_only()
     [line_b] = [line for line in lines if line.strip().startswith("b ")]
     assert line_a.endswith("0.333 (1/3)")
     assert line_b.endswith("1.000 (1/1)")
+
+
+def test_log_loss_and_brier_score_the_outcomes_against_the_probabilities() -> None:
+    right = np.array([True, False])
+
+    assert log_loss(np.array([0.5, 0.5]), right) == pytest.approx(math.log(2))
+    assert log_loss(np.array([1.0, 0.0]), right) < 1e-3  # clipped, never infinite
+    assert log_loss(np.array([0.0, 1.0]), right) == pytest.approx(-math.log(1e-4))
+    assert brier(np.array([1.0, 0.0]), right) == 0.0
+    assert brier(np.array([0.0, 1.0]), right) == 1.0
+    assert brier(np.array([0.5, 0.5]), right) == 0.25
+
+
+def _rows(writer: str, *, flipped: bool = False) -> list[Row]:
+    """Ten rows whose outcome mostly follows the share (one pair against it, so that no fit
+    separates them perfectly); `flipped`: the opposite rule."""
+    shares = (0.05, 0.15, 0.3, 0.4, 0.45, 0.55, 0.6, 0.7, 0.85, 0.95)
+    rows = []
+    for s in shares:
+        right = (s > 0.5) != (s in (0.4, 0.6))
+        rows.append(Row(writer, (s, s * 0.5, s, 1 - s), right != flipped, writer=writer))
+    return rows
+
+
+def test_each_writer_is_scored_by_a_fit_that_never_saw_its_rows() -> None:
+    rows = [*_rows("a"), *_rows("b"), *_rows("odd", flipped=True), Row("tuning", None, False)]
+
+    lines = writer_report(rows)
+
+    by_writer = {line.split()[0]: line.split()[1:] for line in lines[4:]}
+    assert list(by_writer) == ["a", "b", "odd"]
+    cases, _, left_out_loss, *_ = by_writer["odd"]
+    assert cases == "10"
+    # Fitted on "a" and "b" alone, the grade is confidently wrong on "odd"; a fit that had
+    # read "odd" too would have hedged.
+    odd = [r for r in rows if r.writer == "odd"]
+    with_odd = fit(*training(rows))
+    hedged = log_loss(predict(odd, *with_odd), np.array([r.right for r in odd]))
+    assert float(left_out_loss) > hedged + 0.5
+
+
+def test_the_writer_table_needs_two_writers_and_is_part_of_the_report() -> None:
+    one = _rows("a")
+
+    assert writer_report(one) == []
+    assert any("fitted without that writer" in line for line in report([*one, *_rows("b")]))
+
+
+def test_case_writers_names_each_case_by_its_file(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name, ids in (("bundled.en.json", ["e1", "e2"]), ("corpus-x.x9.json", ["n1"])):
+        payload = [
+            {
+                "id": i,
+                "query": "q",
+                "lang": "en",
+                "kind": "short",
+                "relevant": ["a.md"],
+                "split": "tune",
+            }
+            for i in ids
+        ]
+        (cases / name).write_text(json.dumps(payload))
+
+    assert case_writers(tmp_path) == {"e1": "en", "e2": "en", "n1": "x9"}

@@ -14,7 +14,11 @@ wrong ones and negatives) three ways: with the engine's current constants, with 
 fitted here, and fitted on every other set but that one (leave one set out), which shows how
 the grade carries over to a corpus the fit has not seen (docs/retrieval.md#calibration);
 and the ranking alone, with no threshold: how many of the set's answerable cases have a
-right rank-first document. Holdout cases are never read.
+right rank-first document. Then, per writer of the development set (the `<writer>` of
+`cases/<corpus>.<writer>.json`), the log loss, Brier score and AUC of the top quality with
+the current constants and fitted without that writer's files: how well the grade carries
+over to questions written by someone the fit has not read, the way new users will ask.
+Holdout cases are never read.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.evaluation.cases import load_golden_cases
-from lookup_knowledge.evaluation.devset import load_dev_corpora
+from lookup_knowledge.evaluation.devset import case_writers, load_dev_corpora
 from lookup_knowledge.evaluation.locations import Paths, find_root
 
 RIDGE = 0.01  # L2 penalty on the weights (not the bias): keeps the fit stable on small sets
@@ -45,6 +49,7 @@ class Row:
     features: tuple[float, ...] | None
     right: bool
     answerable: bool = True  # False for a negative case (no document answers it)
+    writer: str | None = None  # the development case file's writer (None: the tuning set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class Query:
     text: str
     filters: dict[str, str] | None
     relevant: frozenset[str]
+    writer: str | None = None
 
 
 def rows_for(label: str, index: KnowledgeIndex, queries: Sequence[Query]) -> list[Row]:
@@ -60,12 +66,12 @@ def rows_for(label: str, index: KnowledgeIndex, queries: Sequence[Query]) -> lis
         graded = index.grade(query.text, query.filters)
         answerable = bool(query.relevant)
         if isinstance(graded, NoEvidenceBasis):
-            rows.append(Row(label, None, False, answerable))
+            rows.append(Row(label, None, False, answerable, query.writer))
             continue
         first = int(graded.order[0])
         source = index.chunk(int(graded.candidates[first])).source
         features = tuple(float(v) for v in graded.features[first])
-        rows.append(Row(label, features, source in query.relevant, answerable))
+        rows.append(Row(label, features, source in query.relevant, answerable, query.writer))
     return rows
 
 
@@ -79,11 +85,15 @@ def tune_rows(root: Path, corpora_dir: Path | None = None) -> list[Row]:
     ]
     rows = rows_for("tuning set", bundled, golden)
     corpora, _missing = load_dev_corpora(paths.dev, paths.corpora)
+    writers = case_writers(paths.dev)
     for corpus in corpora:
         index = (
             bundled if corpus.docs_dir is None else KnowledgeIndex(load_documents(corpus.docs_dir))
         )
-        queries = [Query(c.query, None, frozenset(c.relevant)) for c in corpus.selected(("tune",))]
+        queries = [
+            Query(c.query, None, frozenset(c.relevant), writers.get(c.id))
+            for c in corpus.selected(("tune",))
+        ]
         rows += rows_for(corpus.name, index, queries)
     return rows
 
@@ -159,6 +169,45 @@ def report(rows: Sequence[Row]) -> list[str]:
             f"{auc(predict(inside, weights, bias), right):9.3f}"
             f"{auc(predict(inside, *loco), right):10.3f}"
             f"{share:>34}"
+        )
+    return lines + writer_report(rows)
+
+
+def log_loss(scores: np.ndarray, right: np.ndarray) -> float:
+    """Mean negative log-likelihood of the outcomes under the scores (clipped off 0 and 1)."""
+    p = np.clip(scores, 1e-4, 1 - 1e-4)
+    return float(-np.mean(np.where(right, np.log(p), np.log(1 - p))))
+
+
+def brier(scores: np.ndarray, right: np.ndarray) -> float:
+    """Mean squared distance of the scores from the outcomes (1 right, 0 not)."""
+    return float(np.mean((scores - right.astype(np.float64)) ** 2))
+
+
+def writer_report(rows: Sequence[Row]) -> list[str]:
+    """Per development writer: the current constants against a fit without that writer's
+    rows (every other row kept, the tuning set's included), on that writer's rows."""
+    writers = [w for w in dict.fromkeys(r.writer for r in rows) if w is not None]
+    if len(writers) < 2:
+        return []
+    current = (np.asarray(scoring.WEIGHTS), scoring.BIAS)
+    lines = [
+        "",
+        "each writer's top quality: the current constants, and fitted without that writer's files",
+        f"{'':<30}{'log loss':>18}{'Brier':>18}{'AUC':>18}",
+        f"{'':<24}{'cases':>6}{'current':>9}{'left out':>9}"
+        f"{'current':>9}{'left out':>9}{'current':>9}{'left out':>9}",
+    ]
+    for writer in writers:
+        inside = [r for r in rows if r.writer == writer]
+        fitted = fit(*training([r for r in rows if r.writer != writer]))
+        right = np.array([r.right for r in inside])
+        before, after = predict(inside, *current), predict(inside, *fitted)
+        lines.append(
+            f"  {writer:<22}{len(inside):>6}"
+            f"{log_loss(before, right):9.3f}{log_loss(after, right):9.3f}"
+            f"{brier(before, right):9.3f}{brier(after, right):9.3f}"
+            f"{auc(before, right):9.3f}{auc(after, right):9.3f}"
         )
     return lines
 

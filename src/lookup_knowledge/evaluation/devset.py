@@ -128,6 +128,16 @@ def load_dev_corpora(
     return tuple(runnable), tuple(missing)
 
 
+def case_writers(dev_dir: Path) -> dict[str, str]:
+    """Each development case's writer, by case id: the `<writer>` of its file
+    `cases/<corpus>.<writer>.json`."""
+    writers: dict[str, str] = {}
+    for path in sorted((dev_dir / "cases").glob("*.json")):
+        writer = path.name.removesuffix(".json").partition(".")[2]
+        writers.update((case.id, writer) for case in _load(path))
+    return writers
+
+
 def _load(path: Path) -> list[DevCase]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
