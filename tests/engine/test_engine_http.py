@@ -67,7 +67,7 @@ async def test_a_supported_answer_has_the_spec_shape(client: httpx.AsyncClient) 
         "mode": "hybrid",
         "filters": {"category": "redis"},
         "recall_count": body["retrieval_trace"]["recall_count"],
-        "rerank_model": "calibrated-coverage-v5",
+        "rerank_model": "calibrated-coverage-v6",
         "no_evidence_basis": None,
     }
     assert body["retrieval_trace"]["recall_count"] >= len(body["hits"])

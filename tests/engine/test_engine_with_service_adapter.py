@@ -41,7 +41,7 @@ async def test_every_hit_is_accepted_by_the_adapter(pyrag: PyragClient, query: s
         assert hit.source and hit.title and hit.breadcrumb and hit.content
     assert outcome.hits[0].score >= 0.75
     assert outcome.retrieval_trace is not None
-    assert outcome.retrieval_trace["rerank_model"] == "calibrated-coverage-v5"
+    assert outcome.retrieval_trace["rerank_model"] == "calibrated-coverage-v6"
 
 
 async def test_no_evidence_reaches_the_adapter_as_an_empty_answer(pyrag: PyragClient) -> None:

@@ -49,13 +49,13 @@ from enum import StrEnum
 
 import numpy as np
 
-SCORER_NAME = "calibrated-coverage-v5"
+SCORER_NAME = "calibrated-coverage-v6"
 SCOPE_TERMS = 16  # concepts that make a full question; ordinary questions have fewer
 DOCUMENT_SHARE = 0.5  # weight of document coverage next to chunk coverage
 # The grading features, in the order of WEIGHTS (`features` builds them).
 FEATURES = ("support", "support_x_margin", "heading", "heading_coverage")
-WEIGHTS = (2.746, 10.981, 3.188, 6.406)
-BIAS = -3.117
+WEIGHTS = (6.988, 6.348, 3.893, 4.388)
+BIAS = -3.816
 PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 BRIDGE_FACTOR = 0.7  # coverage a thesaurus bridge term gives a concept, of its weight
