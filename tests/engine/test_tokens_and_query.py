@@ -315,3 +315,49 @@ def test_bags_regrouped_by_document_sum_their_chunks() -> None:
 
 def _rows(counted: Bags) -> tuple[list[int], list[int], list[int]]:
     return counted.unit.tolist(), counted.term.tolist(), counted.count.tolist()
+
+
+def test_inflections_the_stemmer_splits_find_each_other() -> None:
+    stem = tokenize.stem
+    assert stem("rebalancing") != stem("rebalances")  # Snowball's own split
+    assert stem("rebalances") in tokenize.inflected_stems("rebalancing")
+    assert stem("rebalancing") in tokenize.inflected_stems("rebalances")
+    assert stem("reference") in tokenize.inflected_stems("referencing")
+    assert stem("experience") in tokenize.inflected_stems("experiencing")
+    assert stem("referencing") not in tokenize.inflected_stems("referencing")  # its own
+    assert stem("store") not in tokenize.inflected_stems("storage")  # no derivation
+    assert tokenize.inflected_stems("pods") == ()  # too short to tell a suffix
+    assert tokenize.inflected_stems("k8s_pods") == ()
+
+
+def test_a_query_word_is_found_under_an_inflection_the_stemmer_splits(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "kafka.md": "# Kafka consumer group storms\n\nThe group rebalances often.\n",
+            "secrets.md": "# Secrets\n\nA pod whose reference to a secret is broken.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    read = index.read("kafka consumers keep rebalancing")
+    assert [c.known for c in read.concepts if c.token == tokenize.stem("rebalancing")] == [
+        Known.KNOWN
+    ]
+    hits = index.search("pod referencing a secret", top_k=3).hits
+    assert hits and hits[0].chunk.source == "secrets.md"
+
+
+def test_an_inflection_of_an_english_word_the_corpus_lacks_is_no_name(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    # `referencing` stems to a form the dictionary lacks (`referenc`), but it is an
+    # inflection of `reference`: an unknown word, not a tool the corpus never mentions.
+    docs = write_docs({"disk.md": "# Disk full\n\nThe disk of the node is full.\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    read = index.read("node disk full after referencing istio")
+    known = {c.token: c.known for c in read.concepts}
+    assert known[tokenize.stem("referencing")] is Known.UNKNOWN
+    assert known["istio"] is Known.ABSENT

@@ -305,10 +305,15 @@ def _concept(
         return Concept(word, (), Known.UNKNOWN)
     if tokenize.has_digit(word):
         return None  # an id, a count, a version: noise to this corpus
+    inflected = tokenize.inflected_stems(token.raw)
+    for other in inflected:  # `rebalancing` for a corpus that says `rebalances`
+        variants = held.forms(other)
+        if variants:
+            return Concept(word, variants, Known.KNOWN)
     corrected = nearest(word)
     if corrected is not None:
         forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
         return Concept(word, forms or (corrected,), Known.TYPO)
-    if is_name(word):  # `istio`, `thanos`: a tool the corpus never mentions
-        return Concept(word, (), Known.ABSENT)
+    if is_name(word) and all(is_name(other) for other in inflected):
+        return Concept(word, (), Known.ABSENT)  # `istio`, `thanos`: a tool the corpus lacks
     return Concept(word, (), Known.UNKNOWN)

@@ -240,6 +240,46 @@ def warm_up() -> None:
     stem("warming")
 
 
+INFLECTION_MIN_LETTERS = 5  # shorter words have too few letters to tell a suffix from a stem
+_VOWELS = frozenset("aeiouy")
+
+
+def inflected_stems(word: str) -> tuple[str, ...]:
+    """The stems of the other inflections of a lowercased English word, its own stem left out.
+
+    Snowball stems some inflections of one word apart (`rebalances` → `rebal`, `rebalancing`
+    → `rebalanc`), so a query word whose own stem the corpus lacks is also looked for under
+    these: the bases it may come from (`-ing`, `-ed`, `-es`, `-s` taken off, with the `e` the
+    suffix took or a doubled consonant undone, `i` back to `y`), and each base's regular
+    inflections. English's regular inflections only: no derivation (`store` is not
+    `storage`), nothing for words of under `INFLECTION_MIN_LETTERS` letters."""
+    if len(word) < INFLECTION_MIN_LETTERS or not word.isalpha() or not word.isascii():
+        return ()
+    bases = [word]  # a base form, unless a suffix comes off
+    for suffix in ("ing", "ed", "es", "s"):
+        base = word.removesuffix(suffix)
+        if base == word or len(base) < 3:
+            continue
+        bases = [base]
+        if suffix != "s":
+            bases.append(base + "e")  # rebalancing → rebalance, caches → cache
+        if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2]:
+            bases.append(base[:-1])  # running → run
+        if suffix in ("ed", "es") and base.endswith("i"):
+            bases.append(base[:-1] + "y")  # retried → retry
+        break
+    forms: list[str] = []
+    for base in bases:
+        sibilant = base.endswith(("s", "x", "z", "ch", "sh"))
+        forms.append(base + ("es" if sibilant else "s"))
+        forms.append((base[:-1] if base.endswith("e") else base) + "ing")
+        forms.append(base + ("d" if base.endswith("e") else "ed"))
+        if base.endswith("y") and base[-2] not in _VOWELS:
+            forms += [base[:-1] + "ies", base[:-1] + "ied"]
+    own = stem(word)
+    return tuple(dict.fromkeys(s for s in map(stem, [*bases, *forms]) if s != own))
+
+
 @functools.cache
 def _stemmer() -> Any:
     import Stemmer
