@@ -22,8 +22,14 @@ WORDS = ["disk", "full", "node", "pod", "redis", "memory", "timeout"]
     probe=st.lists(st.integers(min_value=0, max_value=29), max_size=20),
 )
 def test_holds_answers_which_units_hold_a_term(texts: list[str], probe: list[int]) -> None:
-    for mark_units in (0, postings_module.MARK_UNITS):  # searched, then marked
+    paths = (  # (DENSE_CELLS, MARK_UNITS): read from the table, marked, searched
+        (postings_module.DENSE_CELLS, postings_module.MARK_UNITS),
+        (0, postings_module.MARK_UNITS),
+        (0, 0),
+    )
+    for dense_cells, mark_units in paths:
         with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(postings_module, "DENSE_CELLS", dense_cells)
             patch.setattr(postings_module, "MARK_UNITS", mark_units)
             _check_holds(texts, probe)
 
@@ -66,3 +72,14 @@ def test_unit_sums_add_each_distinct_term_of_a_unit_once() -> None:
     sums = postings.unit_sums(np.array([weight[w] for w in counted.words]))
 
     assert sums.tolist() == [11.0, 100.0, 0.0]
+
+
+def test_only_a_small_corpus_keeps_the_table_of_who_holds_what(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counted = bags(["disk full", "node", "pod memory"], frozenset())
+    small = Postings(counted)
+    monkeypatch.setattr(postings_module, "DENSE_CELLS", len(counted.words) * 3 - 1)
+    large = Postings(counted)
+
+    assert small.nbytes - large.nbytes == len(counted.words) * 3  # one byte per cell

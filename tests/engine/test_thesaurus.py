@@ -78,6 +78,18 @@ def test_a_chinese_expression_matches_verbatim_whatever_the_segmenter_did() -> N
     assert not bridge.matches(["删", "掉"], "pod删掉了")
 
 
+def test_the_chinese_expressions_a_text_says_come_in_file_order() -> None:
+    chinese = [Bridge((), chr(0x4E00 + 2 * i) + chr(0x4E01 + 2 * i), ("t",)) for i in range(12)]
+    lexicon = Lexicon(frozenset(), (), tuple(chinese))
+    text = f"先{chinese[8].verbatim}再{chinese[3].verbatim}"  # said last to first
+
+    assert lexicon.said([], text) == [chinese[3], chinese[8]]
+    assert lexicon.said([], "no chinese here") == []
+    shipped = [b for b in LEXICON.bridges if b.verbatim]
+    said = "，".join(b.verbatim for b in reversed(shipped[::7]))
+    assert LEXICON.said([], said) == [b for b in shipped if b.verbatim in said]
+
+
 def test_an_entry_bridges_a_lay_question_to_the_runbook_that_uses_the_term(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:

@@ -104,7 +104,8 @@ class Lexicon:
     unusable_bridges: tuple[str, ...] = ()  # thesaurus lines or expressions that cannot match
     sources: tuple[str, ...] = ()  # the deployment files that were read, for the log
     # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
-    # by their first word and the Chinese ones (what `said` looks through).
+    # by their first word and the Chinese ones, with their positions by first character
+    # (what `said` looks through).
     _table: dict[str, frozenset[str]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
@@ -112,11 +113,16 @@ class Lexicon:
         default_factory=dict, init=False, compare=False, repr=False
     )
     _verbatim: list[Bridge] = field(default_factory=list, init=False, compare=False, repr=False)
+    _verbatim_by_first: dict[str, list[int]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._table.update(self._build_table())
         for bridge in self.bridges:
             if bridge.verbatim:
+                first = self._verbatim_by_first.setdefault(bridge.verbatim[0], [])
+                first.append(len(self._verbatim))
                 self._verbatim.append(bridge)
             else:
                 self._by_first.setdefault(bridge.words[0], []).append(bridge)
@@ -181,7 +187,10 @@ class Lexicon:
             if bridge.matches(sequence, text)
         ]
         if self._verbatim and tokenize.has_cjk(text):
-            found += [b for b in self._verbatim if b.verbatim in text]
+            # Only the expressions that start with a character of the text can be in it.
+            starts = self._verbatim_by_first
+            at = sorted({i for c in set(text) for i in starts.get(c, ())})
+            found += [b for b in map(self._verbatim.__getitem__, at) if b.verbatim in text]
         return found
 
     def unusable_entries(self) -> list[str]:

@@ -17,6 +17,7 @@ from lookup_knowledge.engine.bags import Bags
 K1 = 1.2
 B = 0.75
 MARK_UNITS = 16384  # up to this many units, `holds` marks them all instead of searching
+DENSE_CELLS = 4_000_000  # up to this many (term, unit) cells, `holds` reads a kept table
 
 
 class Postings:
@@ -33,6 +34,13 @@ class Postings:
         counts_per_term = np.bincount(bags.term, minlength=len(bags.words))
         self._offsets = np.concatenate(([0], np.cumsum(counts_per_term))).astype(np.int64)
         self.document_frequency = counts_per_term.astype(np.int32)
+        # A small corpus (the bundled KB: 4k terms × 276 chunks, about 1 MB) keeps which
+        # units hold each term as a table: `holds`, asked some 40 times per search, is then
+        # one row lookup instead of marking an array each time.
+        self._table: np.ndarray | None = None
+        if len(counts_per_term) * bags.unit_count <= DENSE_CELLS:
+            self._table = np.zeros((len(counts_per_term), bags.unit_count), dtype=bool)
+            self._table[bags.term, bags.unit] = True
 
     def idf(self, term_id: int | None) -> float:
         """BM25's IDF over these units; a term in no unit gets the largest."""
@@ -72,6 +80,9 @@ class Postings:
         numpy convert the postings at each call. Over a few thousand units, marking them all
         costs less than the searches' fixed overhead.
         """
+        if self._table is not None:
+            in_table: np.ndarray = self._table[term_id][units]
+            return in_table
         held = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
         if self.unit_count <= MARK_UNITS:
             marked = np.zeros(self.unit_count, dtype=bool)
@@ -83,7 +94,8 @@ class Postings:
 
     @property
     def nbytes(self) -> int:
-        return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes)
+        table = 0 if self._table is None else self._table.nbytes
+        return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes + table)
 
 
 def idf_of_all(document_frequency: np.ndarray, unit_count: int) -> np.ndarray:
