@@ -82,4 +82,27 @@ def test_only_a_small_corpus_keeps_the_table_of_who_holds_what(
     monkeypatch.setattr(postings_module, "DENSE_CELLS", len(counted.words) * 3 - 1)
     large = Postings(counted)
 
-    assert small.nbytes - large.nbytes == len(counted.words) * 3  # one byte per cell
+    assert small.nbytes - large.nbytes == len(counted.words) * 3 * 5  # 5 bytes a cell
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), max_size=6).map(" ".join), min_size=1, max_size=30
+    ),
+    factor=st.floats(min_value=0.0, max_value=8.0),
+)
+def test_dense_and_sparse_postings_score_exactly_alike(texts: list[str], factor: float) -> None:
+    counted = bags(texts, frozenset())
+    dense = Postings(counted)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(postings_module, "DENSE_CELLS", 0)
+        sparse = Postings(counted)
+    start = np.linspace(0.0, 3.0, len(texts))  # scores are never negative
+    for term_id in range(len(counted.words)):
+        for method in ("add_scores", "max_scores", "mark"):
+            a, b = start.copy(), start.copy()
+            getattr(dense, method)(a, term_id, factor)
+            getattr(sparse, method)(b, term_id, factor)
+
+            assert a.tobytes() == b.tobytes(), method

@@ -17,7 +17,7 @@ from lookup_knowledge.engine.bags import Bags
 K1 = 1.2
 B = 0.75
 MARK_UNITS = 16384  # up to this many units, `holds` marks them all instead of searching
-DENSE_CELLS = 4_000_000  # up to this many (term, unit) cells, `holds` reads a kept table
+DENSE_CELLS = 1_500_000  # up to this many (term, unit) cells, the postings keep dense tables
 
 
 class Postings:
@@ -34,13 +34,22 @@ class Postings:
         counts_per_term = np.bincount(bags.term, minlength=len(bags.words))
         self._offsets = np.concatenate(([0], np.cumsum(counts_per_term))).astype(np.int64)
         self.document_frequency = counts_per_term.astype(np.int32)
-        # A small corpus (the bundled KB: 4k terms × 276 chunks, about 1 MB) keeps which
-        # units hold each term as a table: `holds`, asked some 40 times per search, is then
-        # one row lookup instead of marking an array each time.
+        # A small corpus (the bundled KB: 4,279 terms × 276 chunks) also keeps its postings
+        # dense, 5 bytes a cell (6 MB there): which units hold each term and the term's BM25
+        # weight in each. The some 40 `holds` and 20 score updates of a search are then one
+        # row each, where gathering and scattering a few units cost numpy's fixed overhead.
+        # Rows are exact: a unit without the term adds 0.0, and keeps its maximum (scores
+        # are never negative).
         self._table: np.ndarray | None = None
+        self._dense_weights: np.ndarray | None = None
         if len(counts_per_term) * bags.unit_count <= DENSE_CELLS:
             self._table = np.zeros((len(counts_per_term), bags.unit_count), dtype=bool)
             self._table[bags.term, bags.unit] = True
+            terms = np.repeat(np.arange(len(counts_per_term)), counts_per_term)
+            self._dense_weights = np.zeros(
+                (len(counts_per_term), bags.unit_count), dtype=np.float32
+            )
+            self._dense_weights[terms, self._units] = self._weights
 
     def idf(self, term_id: int | None) -> float:
         """BM25's IDF over these units; a term in no unit gets the largest."""
@@ -49,18 +58,27 @@ class Postings:
 
     def add_scores(self, scores: np.ndarray, term_id: int, factor: float) -> None:
         """scores[unit] += factor · bm25 weight, for every unit holding the term."""
+        if self._dense_weights is not None:  # a unit without the term adds 0.0, exactly
+            scores += factor * self._dense_weights[term_id]
+            return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += factor * self._weights[start:end]
 
     def max_scores(self, scores: np.ndarray, term_id: int, factor: float) -> None:
         """scores[unit] = max(scores[unit], factor · bm25 weight), for every unit holding the
         term (each unit once in a term's postings)."""
+        if self._dense_weights is not None:
+            np.maximum(scores, factor * self._dense_weights[term_id], out=scores)
+            return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         units = self._units[start:end]
         scores[units] = np.maximum(scores[units], factor * self._weights[start:end])
 
     def mark(self, scores: np.ndarray, term_id: int, value: float) -> None:
         """scores[unit] += value, for every unit holding the term (its frequency aside)."""
+        if self._table is not None:
+            scores += value * self._table[term_id]
+            return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += value
 
@@ -94,8 +112,8 @@ class Postings:
 
     @property
     def nbytes(self) -> int:
-        table = 0 if self._table is None else self._table.nbytes
-        return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes + table)
+        dense = sum(t.nbytes for t in (self._table, self._dense_weights) if t is not None)
+        return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes + dense)
 
 
 def idf_of_all(document_frequency: np.ndarray, unit_count: int) -> np.ndarray:
