@@ -25,7 +25,7 @@ from lookup_knowledge.evaluation.calibrate import (
     training,
     writer_report,
 )
-from lookup_knowledge.evaluation.devset import case_writers
+from lookup_knowledge.evaluation.devset import load_dev_corpora
 
 
 def test_the_fit_recovers_the_coefficients_that_generated_the_outcomes() -> None:
@@ -153,10 +153,10 @@ def test_the_writer_table_needs_two_writers_and_is_part_of_the_report() -> None:
     assert any("fitted without that writer" in line for line in report([*one, *_rows("b")]))
 
 
-def test_case_writers_names_each_case_by_its_file(tmp_path: Path) -> None:
+def test_each_development_case_is_named_by_its_file_s_writer(tmp_path: Path) -> None:
     cases = tmp_path / "cases"
     cases.mkdir()
-    for name, ids in (("bundled.en.json", ["e1", "e2"]), ("corpus-x.x9.json", ["n1"])):
+    for name, ids in (("bundled.en.json", ["e1", "e2"]), ("bundled.x9.json", ["n1"])):
         payload = [
             {
                 "id": i,
@@ -170,4 +170,8 @@ def test_case_writers_names_each_case_by_its_file(tmp_path: Path) -> None:
         ]
         (cases / name).write_text(json.dumps(payload))
 
-    assert case_writers(tmp_path) == {"e1": "en", "e2": "en", "n1": "x9"}
+    corpora, _missing = load_dev_corpora(tmp_path, tmp_path / "corpora")
+
+    assert corpora[0].writers == {"e1": "en", "e2": "en", "n1": "x9"}
+    [only_x9], _ = load_dev_corpora(tmp_path, tmp_path / "corpora", {"x9"})
+    assert only_x9.writers == {"n1": "x9"}

@@ -35,7 +35,7 @@ from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.evaluation.cases import load_golden_cases
-from lookup_knowledge.evaluation.devset import case_writers, load_dev_corpora
+from lookup_knowledge.evaluation.devset import load_dev_corpora
 from lookup_knowledge.evaluation.locations import Paths, find_root
 
 RIDGE = 0.01  # L2 penalty on the weights (not the bias): keeps the fit stable on small sets
@@ -85,13 +85,12 @@ def tune_rows(root: Path, corpora_dir: Path | None = None) -> list[Row]:
     ]
     rows = rows_for("tuning set", bundled, golden)
     corpora, _missing = load_dev_corpora(paths.dev, paths.corpora)
-    writers = case_writers(paths.dev)
     for corpus in corpora:
         index = (
             bundled if corpus.docs_dir is None else KnowledgeIndex(load_documents(corpus.docs_dir))
         )
         queries = [
-            Query(c.query, None, frozenset(c.relevant), writers.get(c.id))
+            Query(c.query, None, frozenset(c.relevant), corpus.writers[c.id])
             for c in corpus.selected(("tune",))
         ]
         rows += rows_for(corpus.name, index, queries)

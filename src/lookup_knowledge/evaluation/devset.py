@@ -12,8 +12,8 @@ tuned on, `holdout` cases are only ever reported in aggregate (`--split holdout|
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -71,6 +71,7 @@ class DevCorpus:
     name: str
     docs_dir: Path | None  # None: the bundled knowledge base
     cases: tuple[DevCase, ...]
+    writers: Mapping[str, str] = field(default_factory=dict)  # case id → its file's writer
 
     def selected(self, splits: Iterable[str]) -> tuple[DevCase, ...]:
         wanted = set(splits)
@@ -98,12 +99,14 @@ def load_dev_corpora(
     """
     every: dict[str, list[DevCase]] = {}
     by_corpus: dict[str, list[DevCase]] = {}
+    writer_of: dict[str, str] = {}
     for path in sorted((dev_dir / "cases").glob("*.json")):
         corpus, _, writer = path.name.removesuffix(".json").partition(".")
         cases = _load(path)
         every.setdefault(corpus, []).extend(cases)
         if writers is None or writer in writers:
             by_corpus.setdefault(corpus, []).extend(cases)
+            writer_of.update((case.id, writer) for case in cases)
     seen: dict[str, str] = {}
     for corpus, cases in every.items():
         for case in cases:
@@ -116,26 +119,17 @@ def load_dev_corpora(
     missing: list[MissingCorpus] = []
     for name in sorted(by_corpus, key=lambda n: (n != BUNDLED, n)):
         corpus_cases = tuple(by_corpus[name])
+        case_writers = {case.id: writer_of[case.id] for case in corpus_cases}
         if name == BUNDLED:
-            runnable.append(DevCorpus(name, None, corpus_cases))
+            runnable.append(DevCorpus(name, None, corpus_cases, case_writers))
             continue
         folder = corpora_dir / name
         if folder.is_dir() and any(folder.rglob("*.md")):
-            runnable.append(DevCorpus(name, folder, corpus_cases))
+            runnable.append(DevCorpus(name, folder, corpus_cases, case_writers))
         else:
             command = f"python eval/dev/export_corpus.py {name}"
             missing.append(MissingCorpus(name, folder, command))
     return tuple(runnable), tuple(missing)
-
-
-def case_writers(dev_dir: Path) -> dict[str, str]:
-    """Each development case's writer, by case id: the `<writer>` of its file
-    `cases/<corpus>.<writer>.json`."""
-    writers: dict[str, str] = {}
-    for path in sorted((dev_dir / "cases").glob("*.json")):
-        writer = path.name.removesuffix(".json").partition(".")[2]
-        writers.update((case.id, writer) for case in _load(path))
-    return writers
 
 
 def _load(path: Path) -> list[DevCase]:
