@@ -261,14 +261,12 @@ def test_dates_spelt_with_day_and_month_names_are_not_read() -> None:
     http = "Date: Tue, 11 Jun 2024 02:41:07 GMT"
 
     assert words(tokenize.strip_log_structure(dmesg)) == ["ixgb", "eno1", "nic", "link", "down"]
-    assert words(tokenize.strip_log_structure(syslog)) == [
-        "node",
-        "3",
-        "node-3",
-        "kernel",
-        "out",
-        "memori",
-    ]
+    # syslog: the host that logged the line goes with the date, the program stays
+    assert words(tokenize.strip_log_structure(syslog)) == ["kernel", "out", "memori"]
+    tagged = "Nov 19 11:20:33 worker-12 kubelet[2214]: PLEG is not healthy"
+    assert words(tokenize.strip_log_structure(tagged)) == ["kubelet", "pleg", "healthi"]
+    # a host only counts as one before a program's `name:` or `name[pid]:`
+    assert "node-3" in words(tokenize.strip_log_structure("Mar 3 04:18:22 node-3 went down"))
     assert words(tokenize.strip_log_structure(http)) == ["date"]
     # without a time of day it is prose: the month and the day stay
     assert words(tokenize.strip_log_structure("failing since Jun 11")) == ["fail", "jun", "11"]

@@ -71,6 +71,14 @@ _NAMED_DATE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+# A syslog header (RFC 3164): `Mar  3 04:18:22 node-3 kernel:`, `Nov 19 11:20:33 worker-12
+# kubelet[2214]:`. The date, the host that logged the line and the program's pid go; the
+# program stays (which component logged it is part of what happened).
+_SYSLOG_HEADER = re.compile(
+    rf"\b{_MONTH}\s+\d{{1,2}}\s+\d{{1,2}}:\d{{2}}:\d{{2}}\s+[\w.\-]+\s+"
+    r"(?P<program>[\w./\-]+)(?:\[\d+\])?:(?=\s|$)",
+    re.IGNORECASE,
+)
 # Both start only where a run of their characters starts: a search from every position of a
 # long run (a 4000-character paste) would take time quadratic in its length.
 _SOURCE_LOCATION = re.compile(
@@ -95,6 +103,7 @@ def strip_log_structure(text: str) -> str:
     if len(_LOG_KEY.findall(text)) >= LOG_KEYS_MIN:
         text = _LOG_KEY.sub(" ", text)
     text = _KLOG_HEADER.sub(" ", text)
+    text = _SYSLOG_HEADER.sub(r" \g<program>: ", text)
     text = _NAMED_DATE.sub(" ", text)
     text = _SOURCE_LOCATION.sub(" ", text)
     return _URL_AUTHORITY.sub(" ", text)
