@@ -122,6 +122,18 @@ def test_an_identifier_the_corpus_lacks_counts_against_every_hit(tmp_path: Path)
     assert with_name < without
 
 
+def test_the_keys_of_a_structured_log_line_are_no_identifiers(tmp_path: Path) -> None:
+    # `remote_name=` is the logger's schema, stripped from the line's words: it names nothing
+    # the question is about, so the corpus lacking it counts for nothing either.
+    index = _corpus(tmp_path)
+    line = 'level=warn remote_name=3f8a1c msg="pod memory quota exceeded" pod_name=web-1'
+
+    assert not [c for c in index.read(line).concepts if c.known is Known.ABSENT]
+    assert [
+        c.token for c in index.read("remote_name is wrong").concepts if c.known is Known.ABSENT
+    ] == ["remote_name"]
+
+
 def test_a_shortened_identifier_finds_the_page_it_stands_for(tmp_path: Path) -> None:
     index = _corpus(tmp_path)
 

@@ -26,6 +26,9 @@ are identifiers; two hyphenated words are not: in prose they are mostly compound
 their absence from a corpus proves nothing. An identifier with a digit is left out (a
 version, a pod's hash: log noise), and so is one inside a path, a URL or a dotted name
 (`o.h.e.j.s.SqlExceptionHelper`, `pod_workers.go`), whose parts say more than the whole.
+The index looks for them in the query without its log structure
+(`tokenize.strip_log_structure`): a structured line's keys (`remote_name=`) are the logger's
+schema, not the question's subject.
 
 The candidates for a near match are found through their character bigrams, as typos are
 (`engine.fuzzy`). The table is built by the first query that names an identifier the

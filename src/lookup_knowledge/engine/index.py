@@ -212,7 +212,7 @@ class KnowledgeIndex:
         concept for each one the corpus lacks in every form (`engine.identifiers`)."""
         near: list[str] = []
         absent: list[Concept] = []
-        for identifier in named_identifiers(query):
+        for identifier in named_identifiers(tokenize.strip_log_structure(query)):
             if identifier in self._vocabulary or self._identifiers.holds(identifier):
                 continue
             found = self._identifiers.nearest(identifier)
