@@ -101,6 +101,7 @@ async def open_audit(settings: Settings, stack: AsyncExitStack) -> AuditPort:
         settings.audit_spool_dir,
         timeout_s=settings.audit_db_timeout_s,
         fsync_interval_s=settings.audit_spool_fsync_ms / 1000,
+        thread_nice=settings.audit_thread_nice,
         details_max_depth=settings.audit_details_max_depth,
         details_max_bytes=settings.audit_details_max_bytes,
         stuck_after_s=settings.audit_writer_stuck_s,

@@ -60,6 +60,7 @@ class Settings(BaseSettings):
     audit_writer_stuck_s: float = Field(15.0, gt=0)  # no progress while rows wait: "stuck"
     audit_details_max_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
     audit_details_max_depth: int = Field(16, ge=2, le=31)  # MariaDB refuses JSON 32 deep
+    audit_thread_nice: int = Field(10, ge=0, le=19)  # the audit threads yield the core (Linux)
 
     # auth (docs/configuration.md#auth)
     lookup_api_tokens: SecretStr | None = None

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lookup_knowledge.audit.gil import lower_this_thread
 from lookup_knowledge.audit.lines import decode_record, encode_record
 from lookup_knowledge.audit.segments import (
     SEGMENT_GLOB,
@@ -64,6 +65,7 @@ class Spool:
         cache_rows: int = CACHE_ROWS,
         rotate_bytes: int = ROTATE_BYTES,
         max_segment_bytes: int = MAX_SEGMENT_BYTES,
+        thread_nice: int = 0,
     ) -> None:
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -71,6 +73,7 @@ class Spool:
         self._cache_rows = cache_rows
         self._rotate_bytes = rotate_bytes
         self._max_segment_bytes = max_segment_bytes
+        self._thread_nice = thread_nice  # the syncer's, above the process's (gil.py)
         self._lock = threading.Lock()
         self._rows_ready = threading.Condition(self._lock)
         self._active: Segment | None = None
@@ -365,6 +368,7 @@ class Spool:
     def _sync_loop(self) -> None:
         """Group commit: after the first write since the last flush, wait `fsync_interval_s`
         for more, then flush them all at once. Idle, it sleeps (and keeps a spare ready)."""
+        lower_this_thread(self._thread_nice)
         while not self._stop.is_set():
             self._dirty_event.wait(1.0)
             if self._dirty_event.is_set() and not self._stop.wait(self._fsync_interval_s):

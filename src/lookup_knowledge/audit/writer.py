@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from lookup_knowledge.audit import schema, sql
+from lookup_knowledge.audit.gil import lower_this_thread
 from lookup_knowledge.audit.health import SLOW_CALL_S, DatabaseHealth
 from lookup_knowledge.audit.lines import describe
 from lookup_knowledge.audit.quarantine import Quarantine
@@ -53,6 +54,7 @@ class AuditWriter:
         stuck_after_s: float = 15.0,
         idle_ping_s: float = 5.0,
         orphan_check_s: float = 60.0,
+        thread_nice: int = 0,
     ) -> None:
         self._engine = engine
         self._spool = spool
@@ -61,6 +63,7 @@ class AuditWriter:
         self._batch_wait_s = batch_wait_s
         self._idle_ping_s = idle_ping_s
         self._orphan_check_s = orphan_check_s
+        self._thread_nice = thread_nice  # the writer thread's, above the process's (gil.py)
         self._held: deque[AuditRow] = deque()  # rows the spool could not take
         self._lock = threading.Lock()
         self._closed = False
@@ -79,6 +82,7 @@ class AuditWriter:
         *,
         timeout_s: float = 10,
         fsync_interval_s: float = 0.05,
+        thread_nice: int = 0,
         details_max_depth: int = sql.DETAILS_MAX_DEPTH,
         details_max_bytes: int = sql.DETAILS_MAX_BYTES,
         **options: float,
@@ -91,8 +95,10 @@ class AuditWriter:
             details_max_depth=details_max_depth,
             details_max_bytes=details_max_bytes,
         )
-        spool = Spool(spool_dir, fsync_interval_s=fsync_interval_s)
-        return cls(engine, spool, Quarantine(spool_dir), **options)  # type: ignore[arg-type]
+        spool = Spool(spool_dir, fsync_interval_s=fsync_interval_s, thread_nice=thread_nice)
+        writer = cls(engine, spool, Quarantine(spool_dir), **options)  # type: ignore[arg-type]
+        writer._thread_nice = thread_nice
+        return writer
 
     @property
     def engine(self) -> Engine:
@@ -191,6 +197,7 @@ class AuditWriter:
     # --- the writer thread ---
 
     def _run(self) -> None:
+        lower_this_thread(self._thread_nice)
         next_orphan_check = time.monotonic() + self._orphan_check_s
         last_contact = time.monotonic()
         while True:
