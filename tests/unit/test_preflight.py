@@ -80,6 +80,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "AUDIT_WRITER_STUCK_S": {"AUDIT_WRITER_STUCK_S": "soon"},
     "AUDIT_DETAILS_MAX_BYTES": {"AUDIT_DETAILS_MAX_BYTES": "10"},
     "AUDIT_DETAILS_MAX_DEPTH": {"AUDIT_DETAILS_MAX_DEPTH": "32"},  # MariaDB refuses 32 deep
+    "AUDIT_THREAD_NICE": {"AUDIT_THREAD_NICE": "20"},  # nice stops at 19
     "DATA_DIR": {"DATA_DIR": "{a_file}"},
     "LOOKUP_API_TOKENS": {"LOOKUP_API_TOKENS": " , ,"},
     "LEDGER_API_TOKENS": {"LEDGER_API_TOKENS": ","},
