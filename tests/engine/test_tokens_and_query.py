@@ -369,3 +369,29 @@ def test_an_inflection_of_an_english_word_the_corpus_lacks_is_no_name(
     known = {c.token: c.known for c in read.concepts}
     assert known[tokenize.stem("referencing")] is Known.UNKNOWN
     assert known["istio"] is Known.ABSENT
+
+
+def test_no_is_a_word_other_negations_are_stopwords() -> None:
+    """`no leader`, `no space left` name the symptom (docs/retrieval.md#tokens)."""
+    assert words("etcdserver: no leader") == ["etcdserv", "no", "leader"]
+    assert words("etcdNoLeader") == ["etcd", "no", "leader", "etcdnoleader"]
+    assert words("the pod is not ready and never came back") == ["pod", "readi", "came", "back"]
+
+
+def test_a_page_about_no_leader_outranks_one_about_leader_election(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "no-leader.md").write_text(
+        "# etcd has no leader\n\nThe members cannot elect a leader: check the network between"
+        " them and the disk latency of each member.\n",
+        encoding="utf-8",
+    )
+    (docs / "election.md").write_text(
+        "# etcd leader election\n\nHow members elect a leader, and why leader changes happen"
+        " when the leader is slow: heartbeat and election timeouts of each member.\n",
+        encoding="utf-8",
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    graded = index.grade("E0402 apiserver error: etcdserver: no leader")
+    assert not isinstance(graded, NoEvidenceBasis)
+    assert index.chunk(int(graded.candidates[int(graded.order[0])])).source == "no-leader.md"
