@@ -50,7 +50,7 @@ def test_several_words_that_read_as_one_are_unusable(
 
     lexicon = Lexicon.load(docs)
 
-    # "not scheduled" is `schedul` alone (negations are stopwords): it would match far more
+    # "not scheduled" is `schedul` alone (`not` is a stopword): it would match far more
     # than it says. A line without a technical side bridges to nothing.
     assert lexicon.unusable_bridges == ("not scheduled", "no terms =")
     assert Bridge(("cannot", "schedul"), "", ("pend",)) in lexicon.bridges
