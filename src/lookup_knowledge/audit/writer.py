@@ -96,9 +96,14 @@ class AuditWriter:
             details_max_bytes=details_max_bytes,
         )
         spool = Spool(spool_dir, fsync_interval_s=fsync_interval_s, thread_nice=thread_nice)
-        writer = cls(engine, spool, Quarantine(spool_dir), **options)  # type: ignore[arg-type]
-        writer._thread_nice = thread_nice
-        return writer
+        quarantine = Quarantine(spool_dir)
+        return cls(
+            engine,
+            spool,
+            quarantine,
+            thread_nice=thread_nice,
+            **options,  # type: ignore[arg-type]
+        )
 
     @property
     def engine(self) -> Engine:
