@@ -1,0 +1,84 @@
+"""eval/dev/explain.py: a tune case's reading and ranking, and where the positives are lost."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("explain", REPO / "eval" / "dev" / "explain.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def case(case_id: str, query: str, relevant: list[str], kind: str, split: str = "tune") -> dict:
+    return {
+        "id": case_id,
+        "query": query,
+        "lang": "en",
+        "kind": kind,
+        "relevant": relevant,
+        "split": split,
+    }
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    cases = tmp_path / "eval" / "dev" / "cases"
+    cases.mkdir(parents=True)
+    redis = "redis memory usage high, keys evicted"
+    bundled = [
+        case("t-redis", redis, ["redis/redis-memory.md"], "short"),
+        # Judged against a page that does not answer it: the right page ranks first elsewhere.
+        case("t-wrong", redis, ["host/clock-skew.md"], "short"),
+        case("t-bread", "how to bake sourdough bread", [], "negative-off-topic"),
+        case("h-disk", "disk full, no space left", ["host/disk-full.zh.md"], "short", "holdout"),
+    ]
+    (cases / "bundled.t.json").write_text(json.dumps(bundled), encoding="utf-8")
+    return tmp_path
+
+
+def test_failures_are_explained_and_the_summary_sorts_the_losses(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert load_script().main(["bundled", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+
+    assert "== t-wrong [short]" in out  # a failure, with its reading and documents
+    assert "concepts: redi:known" in out and "redis/redis-memory.md" in out
+    assert "== t-redis" not in out and "== t-bread" not in out  # passing cases stay quiet
+    assert "h-disk" not in out  # the holdout half is never read case by case
+    assert out.rstrip().endswith(
+        "bundled · tune: 2 positives — ok 1, cut 0, rank 0, miss 1, none 0; "
+        "1 negatives — answered 0 (0 PRECISE)"
+    )
+
+
+def test_all_shows_the_passing_cases_and_marks_the_relevant_document(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert load_script().main(["bundled", "--root", str(root), "--all", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    block = out.split("== t-redis")[1].split("==")[0]
+    assert "* " in block and block.count(" rank ") == 2
+
+
+def test_a_corpus_not_exported_here_says_how_to_export_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "eval" / "dev" / "cases"
+    cases.mkdir(parents=True)
+    (cases / "acme-docs.t.json").write_text(
+        json.dumps([case("a-1", "disk full", ["a.md"], "short")]), encoding="utf-8"
+    )
+    assert load_script().main(["acme-docs", "--root", str(tmp_path)]) == 2
+    assert "export_corpus.py acme-docs" in capsys.readouterr().out
