@@ -1,4 +1,4 @@
-"""Plain-data builders shared by the tests (py-rag hits, domain hits, blocks)."""
+"""Plain-data builders shared by the tests (py-rag hits, domain hits, blocks, dev cases)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,17 @@ WORKED_EXAMPLE = [
     ("lb#chunk-4", 0.55),
     ("dns#chunk-1", 0.52),
 ]
+
+
+def dev_case(
+    case_id: str, query: str, relevant: list[str], split: str, kind: str
+) -> dict[str, Any]:
+    """One development case as its file holds it (eval/dev/README.md), in English."""
+    return {
+        "id": case_id,
+        "query": query,
+        "lang": "en",
+        "kind": kind,
+        "relevant": relevant,
+        "split": split,
+    }

@@ -8,22 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from builders import dev_case
 from lookup_knowledge.evaluation.cli import main
 from lookup_knowledge.evaluation.locations import find_root
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path("eval") / "rag-retrieval"
-
-
-def case(case_id: str, query: str, relevant: list[str], split: str, kind: str) -> dict[str, object]:
-    return {
-        "id": case_id,
-        "query": query,
-        "lang": "en",
-        "kind": kind,
-        "relevant": relevant,
-        "split": split,
-    }
 
 
 @pytest.fixture
@@ -32,9 +22,9 @@ def root(tmp_path: Path) -> Path:
     cases = tmp_path / "eval" / "dev" / "cases"
     cases.mkdir(parents=True)
     bundled = [
-        case("t-redis", "redis memory usage high", ["redis/redis-memory.md"], "tune", "short"),
-        case("t-bread", "how to bake sourdough bread", [], "tune", "negative-off-topic"),
-        case(
+        dev_case("t-redis", "redis memory usage high", ["redis/redis-memory.md"], "tune", "short"),
+        dev_case("t-bread", "how to bake sourdough bread", [], "tune", "negative-off-topic"),
+        dev_case(
             "h-disk",
             "disk full no space left on device",
             ["host/disk-full.zh.md"],
@@ -43,7 +33,7 @@ def root(tmp_path: Path) -> Path:
         ),
     ]
     (cases / "bundled.test.json").write_text(json.dumps(bundled), encoding="utf-8")
-    other = [case("o-1", "widget calibration", ["x.md"], "tune", "short")]
+    other = [dev_case("o-1", "widget calibration", ["x.md"], "tune", "short")]
     (cases / "acme-docs.test.json").write_text(json.dumps(other), encoding="utf-8")
     return tmp_path
 
@@ -137,7 +127,7 @@ def test_a_writer_runs_only_the_case_files_it_wrote(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     later = [
-        case("t2-kafka", "kafka consumer lag", ["kafka/kafka-consumer-lag.md"], "tune", "short")
+        dev_case("t2-kafka", "kafka consumer lag", ["kafka/kafka-consumer-lag.md"], "tune", "short")
     ]
     cases = root / "eval" / "dev" / "cases"
     (cases / "bundled.later.json").write_text(json.dumps(later), encoding="utf-8")
@@ -155,7 +145,7 @@ def test_a_writer_with_no_case_file_is_a_usage_error(root: Path) -> None:
 
 
 def test_ids_are_checked_across_files_a_writer_leaves_out(root: Path) -> None:
-    clash = [case("t-redis", "redis again", ["redis/redis-memory.md"], "tune", "short")]
+    clash = [dev_case("t-redis", "redis again", ["redis/redis-memory.md"], "tune", "short")]
     cases = root / "eval" / "dev" / "cases"
     (cases / "bundled.later.json").write_text(json.dumps(clash), encoding="utf-8")
 

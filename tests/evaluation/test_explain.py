@@ -9,6 +9,8 @@ from types import ModuleType
 
 import pytest
 
+from builders import dev_case
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -21,14 +23,7 @@ def load_script() -> ModuleType:
 
 
 def case(case_id: str, query: str, relevant: list[str], kind: str, split: str = "tune") -> dict:
-    return {
-        "id": case_id,
-        "query": query,
-        "lang": "en",
-        "kind": kind,
-        "relevant": relevant,
-        "split": split,
-    }
+    return dev_case(case_id, query, relevant, split, kind)
 
 
 @pytest.fixture
