@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 from lookup_knowledge.engine.corpus import load_documents
-from lookup_knowledge.engine.identifiers import CorpusIdentifiers, named
+from lookup_knowledge.engine.identifiers import CasedNames, CorpusIdentifiers, named
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.engine.query import Known
 
@@ -140,6 +141,46 @@ def test_a_shortened_identifier_finds_the_page_it_stands_for(tmp_path: Path) -> 
     assert "kubememoryovercommit" in index.read("KubeMemOvercommit firing").wholes
     assert _top(index, "KubeMemOvercommit firing")[0] == "memory.md"
     assert not [c for c in index.read("KubeMemOvercommit").concepts if c.known is Known.ABSENT]
+
+
+def test_a_title_identifier_typed_without_case_gets_its_case_back() -> None:
+    titles = CasedNames(["KubeMemoryOvercommit", "Pod eviction", "TargetDown"])
+    corpus = CorpusIdentifiers(["kubememoryovercommit", "targetdown", "pod", "eviction"])
+    asked: list[str] = []
+
+    def unknown(word: str) -> bool:
+        asked.append(word)
+        return word == "kubememovercommit"
+
+    restore = functools.partial(titles.restore, nearest=corpus.nearest, unknown=unknown)
+    assert restore("kubememoryovercommit firing") == "KubeMemoryOvercommit firing"
+    assert restore("TARGETDOWN on api") == "TargetDown on api"
+    assert restore("kubememovercommit on prod") == "KubeMemoryOvercommit on prod"
+    # A word the corpus or the dictionary knows is not taken for a misspelt name.
+    assert restore("kubememoryovercommits and evictionsss") == (
+        "kubememoryovercommits and evictionsss"
+    )
+    assert asked == ["kubememovercommit", "kubememoryovercommits", "evictionsss"]
+    # Written with its case, or in a path, a word is left as it is.
+    assert restore("KubeMemOvercommit in /var/kubememoryovercommit") == (
+        "KubeMemOvercommit in /var/kubememoryovercommit"
+    )
+
+
+def test_an_alert_name_typed_in_lower_case_finds_its_page_as_in_camel_case(
+    tmp_path: Path,
+) -> None:
+    index = _corpus(tmp_path)
+
+    for query in ("kubememoryovercommit firing", "kubememovercommit firing"):
+        read = index.read(query)
+        assert "kubememoryovercommit" in read.wholes
+        # Read by its parts, as `KubeMemoryOvercommit` is: a page about it covers them all.
+        assert {"kube", "overcommit"} <= {c.token for c in read.concepts}
+        assert not [c for c in read.concepts if c.known is Known.ABSENT]
+        source, quality = _top(index, query)
+        assert source == "memory.md"
+        assert quality == pytest.approx(_top(index, "KubeMemoryOvercommit firing")[1])
 
 
 def test_a_word_no_dictionary_knows_is_a_name_an_english_one_is_not() -> None:

@@ -47,7 +47,7 @@ from lookup_knowledge.engine.bilingual import Translations
 from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.grading import Grader
-from lookup_knowledge.engine.identifiers import CorpusIdentifiers
+from lookup_knowledge.engine.identifiers import CasedNames, CorpusIdentifiers
 from lookup_knowledge.engine.identifiers import named as named_identifiers
 from lookup_knowledge.engine.lexicon import Lexicon
 from lookup_knowledge.engine.markdown import Chunk, Document
@@ -160,6 +160,7 @@ class KnowledgeIndex:
         )
         self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
         self._identifiers = CorpusIdentifiers(words)
+        self._cased_names = CasedNames(_titles_and_names(self.documents))
         self._translations = Translations(
             (w for w in words if tokenize.is_cjk_word(w)),
             self._vocabulary.__contains__,
@@ -188,6 +189,7 @@ class KnowledgeIndex:
         return self._chunks[position]
 
     def read(self, query: str) -> ReadQuery:
+        query = self._cased_names.restore(query, self._identifiers.nearest, self._unknown_name)
         read = read_query(
             query,
             self.lexicon,
@@ -415,6 +417,14 @@ class KnowledgeIndex:
         self._chunk_postings.add_scores(chunks, term, factor * self._chunk_postings.idf(term))
         self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
 
+    def _unknown_name(self, word: str) -> bool:
+        """Whether a lower-case Latin word is no term of the corpus and no English word."""
+        return (
+            word not in self._vocabulary
+            and tokenize.stem(word) not in self._vocabulary
+            and self._translations.is_name(word)
+        )
+
     def _in_text(self, word: str) -> bool:
         return word in self._text
 
@@ -453,6 +463,14 @@ def _title_bags(
     return Bags(
         found.unit[kept], term[kept].astype(np.int32), found.count[kept], words, len(documents)
     )
+
+
+def _titles_and_names(documents: Sequence[Document]) -> Iterator[str]:
+    """Each document's title and file name (`kubernetes/KubePodCrashLooping.md` →
+    `KubePodCrashLooping`), the names its page is about."""
+    for document in documents:
+        yield document.title
+        yield document.source.rsplit("/", 1)[-1].removesuffix(".md")
 
 
 def _texts(documents: Sequence[Document]) -> Iterator[str]:
