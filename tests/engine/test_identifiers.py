@@ -211,9 +211,30 @@ def test_a_tool_the_corpus_never_mentions_weighs_more_than_an_unknown_word(
 
     named = index.read("istio sidecar restarts")
     assert [c.known for c in named.concepts if c.token == "istio"] == [Known.ABSENT]
-    unknown = index.read("yellow sidecar restarts")
-    assert [c.known for c in unknown.concepts if c.token == "yellow"] == [Known.UNKNOWN]
-    assert _top(index, "istio sidecar restarts")[1] < _top(index, "yellow sidecar restarts")[1]
+    unknown = index.read("ksm sidecar restarts")
+    assert [c.known for c in unknown.concepts if c.token == "ksm"] == [Known.UNKNOWN]
+    assert _top(index, "istio sidecar restarts")[1] < _top(index, "ksm sidecar restarts")[1]
+
+
+def test_an_english_word_the_corpus_lacks_is_no_typo_and_weighs_least(tmp_path: Path) -> None:
+    (tmp_path / "sidecar.md").write_text(_SIDECAR, encoding="utf-8")
+    (tmp_path / "cluster.md").write_text("# Cluster down\n\nEvery node of the cluster is down.\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+
+    def kinds(query: str) -> dict[str, Known]:
+        return {c.token: c.known for c in index.read(query).concepts}
+
+    # `counter` is one of the dictionary's English words: not a misspelt `cluster`.
+    assert kinds("counter of sidecar restarts")["counter"] is Known.WORD
+    assert kinds("clustr down")["clustr"] is Known.TYPO  # a real slip is still read
+    assert kinds("yellow sidecar restarts")["yellow"] is Known.WORD
+    # A word of the language says less of what is asked than an unknown token or a name.
+    word = _top(index, "yellow sidecar restarts")
+    unknown = _top(index, "ksm sidecar restarts")
+    assert word[0] == unknown[0] == "sidecar.md"
+    assert word[1] > unknown[1] > _top(index, "istio sidecar restarts")[1]
+    # And a question made of such words alone finds nothing.
+    assert index.grade("yellow counter") is NoEvidenceBasis.NO_CANDIDATES
 
 
 def test_a_deployment_lists_its_own_service_names_as_stopwords(tmp_path: Path) -> None:

@@ -185,6 +185,13 @@ class Translations:
         self.wait()
         return word not in english_stems()
 
+    def is_word(self, word: str) -> bool:
+        """Whether a Latin query word (stemmed) is an English word of the dictionary."""
+        if len(word) < NAME_MIN_LETTERS or not word.isalpha():
+            return False
+        self.wait()
+        return word in english_stems()
+
     def respell(self, span: str, position: int) -> str | None:
         """The corpus word that `span` (Chinese characters) misspells at `position`: the same
         characters but that one, which sounds alike; one that sounds the same first, then the

@@ -24,7 +24,7 @@ from lookup_knowledge.engine.bags import Bags
 from lookup_knowledge.engine.postings import Postings, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery
 
-_UNCOVERED = (Known.UNKNOWN, Known.ABSENT)  # concepts no chunk can hold
+_UNCOVERED = (Known.UNKNOWN, Known.WORD, Known.ABSENT)  # concepts no chunk can hold
 
 
 class Grader:

@@ -200,6 +200,7 @@ class KnowledgeIndex:
             respell=self._translations.respell,
             held_verbatim=self._holds_run,
             is_name=self._translations.is_name,
+            is_word=self._translations.is_word,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         near, absent = self._look_up_identifiers(query, (*read.wholes, *extra))
@@ -333,6 +334,8 @@ class KnowledgeIndex:
         n = len(self._chunks)
         if concept.known is Known.UNKNOWN:
             return query_reading.UNKNOWN_FACTOR * idf(0, n)
+        if concept.known is Known.WORD:
+            return query_reading.WORD_FACTOR * idf(0, n)
         if concept.known is Known.ABSENT:
             return query_reading.ABSENT_FACTOR * idf(0, n)
         df = (

@@ -8,12 +8,12 @@ concept weighs depends on what the corpus knows of it:
   BM25's IDF over the chunks, of its most common form ("内存" is as informative as
   "memory"). A Chinese word the segmenter cut differently inside the documents is known when
   it appears verbatim in some chunk.
-* **typo** — a Latin word the corpus lacks that is within one or two edits of a corpus word
-  (`engine.fuzzy`): it stands for that word, at `TYPO_FACTOR` of its weight. Chinese
-  characters the segmenter could not read as a word the corpus knows (a word the corpus
-  lacks, or two or more lone characters in a row) that differ from a corpus word in one
-  character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word, as a typo:
-  an input method picks a homophone, not a neighbouring key.
+* **typo** — a Latin word the corpus lacks, no English word (below), that is within one or
+  two edits of a corpus word (`engine.fuzzy`): it stands for that word, at `TYPO_FACTOR` of
+  its weight. Chinese characters the segmenter could not read as a word the corpus knows (a
+  word the corpus lacks, or two or more lone characters in a row) that differ from a corpus
+  word in one character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word,
+  as a typo: an input method picks a homophone, not a neighbouring key.
 * **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0.
   Log noise the tokenizer drops (an address, a port, a long number, a hex id:
   `engine.tokenize`) is evidence when the corpus holds it verbatim, as a whole run of some
@@ -23,6 +23,10 @@ concept weighs depends on what the corpus knows of it:
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
+* **word** — an unknown Latin word whose stem, of `WORD_MIN_LETTERS` letters or more, is an
+  English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`): no typo of a
+  corpus word (`counter` is not `cluster`), and it weighs `WORD_FACTOR` of the rarest word's
+  weight, less than an unknown token: it says how the asker talks, seldom what they ask.
 * **absent** — a name the corpus never mentions: an identifier it holds in no form
   (`engine.identifiers`; its parts are concepts as any word is, the whole is one more), or
   an unknown Latin word of four letters or more that is no English word of the dictionary
@@ -60,6 +64,8 @@ from lookup_knowledge.engine.lexicon import Lexicon
 TYPO_FACTOR = 0.8
 SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
+WORD_FACTOR = 0.25  # an English word the corpus lacks, of the rarest word's weight
+WORD_MIN_LETTERS = 5  # shorter dictionary words may still be typos (`leas`, `fial`)
 ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
@@ -71,6 +77,7 @@ class Known(StrEnum):
     TYPO = "typo"
     BRIDGED = "bridged"  # known only through the thesaurus's technical terms
     UNKNOWN = "unknown"
+    WORD = "word"  # an English word of the dictionary that the corpus lacks: no typo
     ABSENT = "absent"  # an identifier the corpus lacks in every form (engine.identifiers)
 
 
@@ -125,6 +132,7 @@ def read_query(
     respell: Respell = no_respelling,
     held_verbatim: Callable[[str], bool] = no_words,
     is_name: Callable[[str], bool] = no_words,
+    is_word: Callable[[str], bool] = no_words,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
     text), `nearest` (a typo's corpus word), `translate` (corpus words that translate a
@@ -146,7 +154,7 @@ def read_query(
             continue
         if token.text in concepts:
             continue
-        concept = _concept(token, lexicon, held, in_text, nearest, is_name)
+        concept = _concept(token, lexicon, held, in_text, nearest, is_name, is_word)
         if concept is not None:
             concepts[token.text] = concept
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
@@ -246,7 +254,8 @@ def _bridge(
             new = tuple(t for t in terms if t not in concept.bridges)
             if not new:
                 continue
-            lacking = concept.known in (Known.UNKNOWN, Known.ABSENT)  # the thesaurus knows it
+            # The query's word is one the corpus lacks, which the thesaurus knows.
+            lacking = concept.known in (Known.UNKNOWN, Known.WORD, Known.ABSENT)
             known = Known.BRIDGED if lacking else concept.known
             concepts[word] = Concept(concept.token, concept.variants, known, concept.bridges + new)
 
@@ -294,6 +303,7 @@ def _concept(
     in_text: Callable[[str], bool],
     nearest: Callable[[str], str | None],
     is_name: Callable[[str], bool],
+    is_word: Callable[[str], bool],
 ) -> Concept | None:
     word = token.text
     variants = held.forms(word)
@@ -310,6 +320,8 @@ def _concept(
         variants = held.forms(other)
         if variants:
             return Concept(word, variants, Known.KNOWN)
+    if len(word) >= WORD_MIN_LETTERS and is_word(word):
+        return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
     corrected = nearest(word)
     if corrected is not None:
         forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
