@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,6 +92,35 @@ def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
     assert kinds["consumr"] is Known.TYPO and "x187" not in kinds
     assert result.hits[0].chunk.source == "kafka.md"
     assert result.hits[0].level is Level.PRECISE
+
+
+@pytest.mark.parametrize(
+    ("word", "count"),
+    [
+        *[("两百多个", True), ("十几秒", True), ("一千多台", True), ("二十多", True)],
+        *[("几十", True), ("十", True), ("个", False), ("一大堆", False), ("数据", False)],
+    ],
+)
+def test_chinese_counts_are_told_from_words(word: str, count: bool) -> None:
+    assert tokenize.is_cjk_count(word) is count
+
+
+def test_a_chinese_count_weighs_nothing_as_a_number_does(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs({"disk.md": "# 磁盘满了\n\n磁盘被日志写满，节点上的容器都无法写入。\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    read = index.read("两百多个节点磁盘满了")
+    assert {c.token for c in read.concepts} >= {"节点", "磁盘"}
+    assert "两百多个" not in {c.token for c in read.concepts}
+    assert _quality(index, "两百多个节点磁盘满了") == pytest.approx(_quality(index, "节点磁盘满了"))
+
+
+def _quality(index: KnowledgeIndex, query: str) -> float:
+    graded = index.grade(query)
+    assert not isinstance(graded, NoEvidenceBasis)
+    return float(graded.quality[int(graded.order[0])])
 
 
 def test_a_query_of_unknown_words_and_typos_alone_has_no_candidates(

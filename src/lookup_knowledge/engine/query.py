@@ -14,7 +14,8 @@ concept weighs depends on what the corpus knows of it:
   word the corpus lacks, or two or more lone characters in a row) that differ from a corpus
   word in one character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word,
   as a typo: an input method picks a homophone, not a neighbouring key.
-* **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0.
+* **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0; so
+  is a Chinese count the corpus lacks (`两百多个`, `十几秒`: `tokenize.is_cjk_count`).
   Log noise the tokenizer drops (an address, a port, a long number, a hex id:
   `engine.tokenize`) is evidence when the corpus holds it verbatim, as a whole run of some
   chunk's text (`169.254.20.10`, the node-local DNS address a page documents): it is a
@@ -312,6 +313,8 @@ def _concept(
     if tokenize.is_cjk_word(word):
         if len(word) > 1 and in_text(word):
             return Concept(word, (), Known.SUBSTRING)
+        if tokenize.is_cjk_count(word):
+            return None  # `两百多个`, `十几秒`: a count, as a number is to Latin text
         return Concept(word, (), Known.UNKNOWN)
     if tokenize.has_digit(word):
         return None  # an id, a count, a version: noise to this corpus

@@ -117,6 +117,18 @@ def is_cjk_word(token: str) -> bool:
     return _CJK_WORD.fullmatch(token) is not None
 
 
+_CJK_NUMERALS = frozenset("〇零一二三四五六七八九十百千万亿两几多余来半")
+# Measure words and units that follow a count (`两百多个`, `十几秒`, `一千多台`).
+_CJK_MEASURES = frozenset("个台次秒分天年月周号条遍倍位名人块张套页")
+
+
+def is_cjk_count(word: str) -> bool:
+    """Whether a CJK word is a count: numerals (`二十多`, `几十`, `两百`), perhaps followed by
+    a measure word or a unit (`两百多个`, `十几秒`, `一千多台`)."""
+    body = word[:-1] if len(word) > 1 and word[-1] in _CJK_MEASURES else word
+    return bool(body) and all(c in _CJK_NUMERALS for c in body)
+
+
 def has_cjk(text: str) -> bool:
     return _CJK_WORD.search(text) is not None
 
