@@ -233,6 +233,10 @@ def test_an_english_word_the_corpus_lacks_is_no_typo_and_weighs_least(tmp_path: 
     unknown = _top(index, "ksm sidecar restarts")
     assert word[0] == unknown[0] == "sidecar.md"
     assert word[1] > unknown[1] > _top(index, "istio sidecar restarts")[1]
+    # A Chinese idiom of the dictionary too; a word of two characters stays unknown: it is
+    # as often what the question is about (`过期`, expired).
+    assert kinds("时不时 sidecar restarts")["时不时"] is Known.WORD
+    assert kinds("过期 sidecar restarts")["过期"] is Known.UNKNOWN
     # And a question made of such words alone finds nothing.
     assert index.grade("yellow counter") is NoEvidenceBasis.NO_CANDIDATES
 

@@ -186,7 +186,11 @@ class Translations:
         return word not in english_stems()
 
     def is_word(self, word: str) -> bool:
-        """Whether a Latin query word (stemmed) is an English word of the dictionary."""
+        """Whether a query word is a word of the dictionary: a Latin one (stemmed) an English
+        word of its definitions, a Chinese one one of its headwords."""
+        if tokenize.is_cjk_word(word):
+            self.wait()
+            return word in _dictionary()
         if len(word) < NAME_MIN_LETTERS or not word.isalpha():
             return False
         self.wait()

@@ -25,9 +25,11 @@ concept weighs depends on what the corpus knows of it:
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
 * **word** — an unknown Latin word whose stem, of `WORD_MIN_LETTERS` letters or more, is an
-  English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`): no typo of a
-  corpus word (`counter` is not `cluster`), and it weighs `WORD_FACTOR` of the rarest word's
-  weight, less than an unknown token: it says how the asker talks, seldom what they ask.
+  English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or a Chinese
+  word of `WORD_MIN_CHARACTERS` characters or more that is one of its headwords (`一口气`,
+  `时不时`): no typo of a corpus word (`counter` is not `cluster`), and it weighs
+  `WORD_FACTOR` of the rarest word's weight, less than an unknown token: it says how the
+  asker talks, seldom what they ask.
 * **absent** — a name the corpus never mentions: an identifier it holds in no form
   (`engine.identifiers`; its parts are concepts as any word is, the whole is one more), or
   an unknown Latin word of four letters or more that is no English word of the dictionary
@@ -67,6 +69,7 @@ SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
 WORD_FACTOR = 0.25  # an English word the corpus lacks, of the rarest word's weight
 WORD_MIN_LETTERS = 5  # shorter dictionary words may still be typos (`leas`, `fial`)
+WORD_MIN_CHARACTERS = 3  # a Chinese word of two is as often the question's subject (`过期`)
 ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
@@ -315,6 +318,8 @@ def _concept(
             return Concept(word, (), Known.SUBSTRING)
         if tokenize.is_cjk_count(word):
             return None  # `两百多个`, `十几秒`: a count, as a number is to Latin text
+        if len(word) >= WORD_MIN_CHARACTERS and is_word(word):
+            return Concept(word, (), Known.WORD)  # `一口气`, `时不时`: the asker's idiom
         return Concept(word, (), Known.UNKNOWN)
     if tokenize.has_digit(word):
         return None  # an id, a count, a version: noise to this corpus
