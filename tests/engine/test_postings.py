@@ -22,14 +22,17 @@ WORDS = ["disk", "full", "node", "pod", "redis", "memory", "timeout"]
     probe=st.lists(st.integers(min_value=0, max_value=29), max_size=20),
 )
 def test_holds_answers_which_units_hold_a_term(texts: list[str], probe: list[int]) -> None:
-    paths = (  # (DENSE_CELLS, MARK_UNITS): read from the table, marked, searched
-        (postings_module.DENSE_CELLS, postings_module.MARK_UNITS),
-        (0, postings_module.MARK_UNITS),
-        (0, 0),
+    paths = (  # read from the table, from a dense row, marked, searched
+        (postings_module.DENSE_CELLS, 0, postings_module.MARK_UNITS),
+        (0, postings_module.DENSE_ROW_BYTES, postings_module.MARK_UNITS),
+        (0, 0, postings_module.MARK_UNITS),
+        (0, 0, 0),
     )
-    for dense_cells, mark_units in paths:
+    for dense_cells, row_bytes, mark_units in paths:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(postings_module, "DENSE_CELLS", dense_cells)
+            patch.setattr(postings_module, "DENSE_ROW_BYTES", row_bytes)
+            patch.setattr(postings_module, "DENSE_ROW_SHARE", 30)  # every term, here
             patch.setattr(postings_module, "MARK_UNITS", mark_units)
             _check_holds(texts, probe)
 
@@ -80,9 +83,29 @@ def test_only_a_small_corpus_keeps_the_table_of_who_holds_what(
     counted = bags(["disk full", "node", "pod memory"], frozenset())
     small = Postings(counted)
     monkeypatch.setattr(postings_module, "DENSE_CELLS", len(counted.words) * 3 - 1)
+    monkeypatch.setattr(postings_module, "DENSE_ROW_BYTES", 0)
     large = Postings(counted)
 
     assert small.nbytes - large.nbytes == len(counted.words) * 3 * 5  # 5 bytes a cell
+
+
+def test_a_large_corpus_keeps_dense_rows_for_its_most_frequent_terms_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = ["pod"] * 8 + ["pod node"] * 4 + ["disk"] * 2 + ["redis"] * 2  # 16 units
+    counted = bags(texts, frozenset())
+    monkeypatch.setattr(postings_module, "DENSE_CELLS", 0)
+    monkeypatch.setattr(postings_module, "DENSE_ROW_BYTES", 0)
+    sparse = Postings(counted)
+    monkeypatch.setattr(postings_module, "DENSE_ROW_BYTES", 2 * 16 * 4)  # room for two rows
+    rows = Postings(counted)
+
+    # pod (12 units) and node (4) are held by an eighth of the units or more, disk and redis
+    # (2 each) too, but the budget takes the two most frequent: 4 bytes a unit each.
+    assert rows.nbytes - sparse.nbytes == 2 * 16 * 4
+    monkeypatch.setattr(postings_module, "DENSE_ROW_SHARE", 4)  # now a quarter: pod, node
+    monkeypatch.setattr(postings_module, "DENSE_ROW_BYTES", 10 * 16 * 4)
+    assert Postings(counted).nbytes - sparse.nbytes == 2 * 16 * 4
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,17 +115,21 @@ def test_only_a_small_corpus_keeps_the_table_of_who_holds_what(
     ),
     factor=st.floats(min_value=0.0, max_value=8.0),
 )
-def test_dense_and_sparse_postings_score_exactly_alike(texts: list[str], factor: float) -> None:
+def test_tables_rows_and_postings_score_exactly_alike(texts: list[str], factor: float) -> None:
     counted = bags(texts, frozenset())
     dense = Postings(counted)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(postings_module, "DENSE_CELLS", 0)
+        patch.setattr(postings_module, "DENSE_ROW_SHARE", 30)  # a row for every term
+        rows = Postings(counted)
+        patch.setattr(postings_module, "DENSE_ROW_BYTES", 0)
         sparse = Postings(counted)
     start = np.linspace(0.0, 3.0, len(texts))  # scores are never negative
     for term_id in range(len(counted.words)):
         for method in ("add_scores", "max_scores", "mark"):
-            a, b = start.copy(), start.copy()
+            a, b, c = start.copy(), start.copy(), start.copy()
             getattr(dense, method)(a, term_id, factor)
             getattr(sparse, method)(b, term_id, factor)
+            getattr(rows, method)(c, term_id, factor)
 
-            assert a.tobytes() == b.tobytes(), method
+            assert a.tobytes() == b.tobytes() == c.tobytes(), method

@@ -18,6 +18,8 @@ K1 = 1.2
 B = 0.75
 MARK_UNITS = 16384  # up to this many units, `holds` marks them all instead of searching
 DENSE_CELLS = 1_500_000  # up to this many (term, unit) cells, the postings keep dense tables
+DENSE_ROW_SHARE = 8  # beyond them, a term in 1/8 of the units or more keeps a dense row
+DENSE_ROW_BYTES = 24 * 2**20  # for at most this much, the most frequent terms first
 
 
 class Postings:
@@ -50,6 +52,18 @@ class Postings:
                 (len(counts_per_term), bags.unit_count), dtype=np.float32
             )
             self._dense_weights[terms, self._units] = self._weights
+        # A large corpus keeps a dense row for its most frequent terms only (4 bytes a unit):
+        # adding a term held by a third of 40,000 chunks to the scores is one pass over a
+        # row, where scattering into its units costs up to eight times as much.
+        self._rows: dict[int, np.ndarray] = {}
+        if self._table is None and bags.unit_count:
+            frequent = np.flatnonzero(counts_per_term * DENSE_ROW_SHARE >= bags.unit_count)
+            frequent = frequent[np.argsort(-counts_per_term[frequent], kind="stable")]
+            for term_id in frequent[: DENSE_ROW_BYTES // (4 * bags.unit_count)].tolist():
+                row = np.zeros(bags.unit_count, dtype=np.float32)
+                start, end = self._offsets[term_id], self._offsets[term_id + 1]
+                row[self._units[start:end]] = self._weights[start:end]
+                self._rows[term_id] = row
 
     def idf(self, term_id: int | None) -> float:
         """BM25's IDF over these units; a term in no unit gets the largest."""
@@ -61,6 +75,10 @@ class Postings:
         if self._dense_weights is not None:  # a unit without the term adds 0.0, exactly
             scores += factor * self._dense_weights[term_id]
             return
+        row = self._rows.get(term_id)
+        if row is not None:
+            scores += factor * row
+            return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += factor * self._weights[start:end]
 
@@ -70,6 +88,10 @@ class Postings:
         if self._dense_weights is not None:
             np.maximum(scores, factor * self._dense_weights[term_id], out=scores)
             return
+        row = self._rows.get(term_id)
+        if row is not None:
+            np.maximum(scores, factor * row, out=scores)
+            return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         units = self._units[start:end]
         scores[units] = np.maximum(scores[units], factor * self._weights[start:end])
@@ -78,6 +100,10 @@ class Postings:
         """scores[unit] += value, for every unit holding the term (its frequency aside)."""
         if self._table is not None:
             scores += value * self._table[term_id]
+            return
+        row = self._rows.get(term_id)
+        if row is not None:  # BM25 weights are positive: a unit holds the term where > 0
+            scores += value * (row > 0)
             return
         start, end = self._offsets[term_id], self._offsets[term_id + 1]
         scores[self._units[start:end]] += value
@@ -101,6 +127,10 @@ class Postings:
         if self._table is not None:
             in_table: np.ndarray = self._table[term_id][units]
             return in_table
+        row = self._rows.get(term_id)
+        if row is not None:
+            in_row: np.ndarray = row[units] > 0
+            return in_row
         held = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
         if self.unit_count <= MARK_UNITS:
             marked = np.zeros(self.unit_count, dtype=bool)
@@ -113,6 +143,7 @@ class Postings:
     @property
     def nbytes(self) -> int:
         dense = sum(t.nbytes for t in (self._table, self._dense_weights) if t is not None)
+        dense += sum(row.nbytes for row in self._rows.values())
         return int(self._units.nbytes + self._weights.nbytes + self._offsets.nbytes + dense)
 
 
