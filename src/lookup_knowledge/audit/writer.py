@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from sqlalchemy import Engine
 
@@ -36,6 +37,18 @@ BATCH_ROWS = 500
 BATCH_WAIT_S = 0.25  # a batch fills for at most this long: fewer commits; rows are durable
 ROW_ATTEMPTS = 3  # a row that loses the connection while pings succeed: then quarantined
 STOP_STALL_S = 2.0  # at close, stop waiting after this long without progress
+
+
+class WriterOptions(TypedDict, total=False):
+    """The writer's tuning, as `AuditWriter.open` passes it on (defaults: `AuditWriter`)."""
+
+    batch_rows: int
+    batch_wait_s: float
+    retry_initial_s: float
+    retry_max_s: float
+    stuck_after_s: float
+    idle_ping_s: float
+    orphan_check_s: float
 
 
 class AuditWriter:
@@ -85,7 +98,7 @@ class AuditWriter:
         thread_nice: int = 0,
         details_max_depth: int = sql.DETAILS_MAX_DEPTH,
         details_max_bytes: int = sql.DETAILS_MAX_BYTES,
-        **options: float,
+        **options: Unpack[WriterOptions],
     ) -> AuditWriter:
         """Engine, spool (adopting what a stopped process left) and quarantine; touches no
         database: that happens in the thread."""
@@ -102,7 +115,7 @@ class AuditWriter:
             spool,
             quarantine,
             thread_nice=thread_nice,
-            **options,  # type: ignore[arg-type]
+            **options,
         )
 
     @property
