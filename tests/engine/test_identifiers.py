@@ -241,6 +241,25 @@ def test_an_english_word_the_corpus_lacks_is_no_typo_and_weighs_least(tmp_path: 
     assert index.grade("yellow counter") is NoEvidenceBasis.NO_CANDIDATES
 
 
+def test_a_misspelt_stopword_is_a_stopword_not_a_name(tmp_path: Path) -> None:
+    from lookup_knowledge.engine.lexicon import Lexicon
+
+    lexicon = Lexicon.load()
+    assert lexicon.misspelt_stopword("becuase") == "because"
+    assert lexicon.misspelt_stopword("shoud") == "should"
+    assert lexicon.misspelt_stopword("istio") is None
+    assert lexicon.misspelt_stopword("ecause") is None  # the first letter is kept
+
+    (tmp_path / "sidecar.md").write_text(_SIDECAR, encoding="utf-8")
+    index = KnowledgeIndex(load_documents(tmp_path))
+    read = index.read("sidecar restarts becuase of the reloader")
+    assert "becuas" not in {c.token for c in read.concepts}
+    assert not [c for c in read.concepts if c.known is Known.ABSENT]
+    assert _top(index, "sidecar restarts becuase of the reloader")[1] == pytest.approx(
+        _top(index, "sidecar restarts because of the reloader")[1]
+    )
+
+
 def test_a_deployment_lists_its_own_service_names_as_stopwords(tmp_path: Path) -> None:
     from lookup_knowledge.engine.lexicon import Lexicon
 

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine import fuzzy, tokenize
 
 LEXICON_DIR = ".lexicon"
 STOPWORD_FILES = ("stopwords-en.txt", "stopwords-zh.txt")
@@ -116,9 +116,15 @@ class Lexicon:
     _verbatim_by_first: dict[str, list[int]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    _stopwords_by_first: dict[str, list[str]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._table.update(self._build_table())
+        for word in sorted(self.stopwords):
+            if len(word) >= fuzzy.MIN_LENGTH and word.isascii() and word.isalpha():
+                self._stopwords_by_first.setdefault(word[0], []).append(word)
         for bridge in self.bridges:
             if bridge.verbatim:
                 first = self._verbatim_by_first.setdefault(bridge.verbatim[0], [])
@@ -172,6 +178,20 @@ class Lexicon:
         """The single query token a glossary entry stands for, or None if it is not one."""
         found = [t.text for t in tokenize.tokens(word, self.stopwords, search_mode=False)]
         return found[0] if len(found) == 1 else None
+
+    def misspelt_stopword(self, word: str) -> str | None:
+        """The English stopword a word (lowercased, as typed) misspells, or None: the same
+        first letter and within the typo reader's distance (`becuase`, `shoud`)."""
+        if len(word) < fuzzy.MIN_LENGTH or not word.isascii() or not word.isalpha():
+            return None
+        limit = fuzzy.max_distance(word)
+        for stopword in self._stopwords_by_first.get(word[0], ()):
+            if (
+                abs(len(stopword) - len(word)) <= limit
+                and fuzzy.damerau_levenshtein(word, stopword, limit) <= limit
+            ):
+                return stopword
+        return None
 
     def variants(self, term: str) -> frozenset[str]:
         """The term and every glossary equivalent of it (one step, not transitive)."""

@@ -30,6 +30,8 @@ concept weighs depends on what the corpus knows of it:
   `时不时`): no typo of a corpus word (`counter` is not `cluster`), and it weighs
   `WORD_FACTOR` of the rarest word's weight, less than an unknown token: it says how the
   asker talks, seldom what they ask.
+* a word that no dictionary knows and that misspells a stopword (`becuase`, `shoud`: the
+  same first letter, within the typo reader's distance) is a stopword: no concept.
 * **absent** — a name the corpus never mentions: an identifier it holds in no form
   (`engine.identifiers`; its parts are concepts as any word is, the whole is one more), or
   an unknown Latin word of four letters or more that is no English word of the dictionary
@@ -330,6 +332,8 @@ def _concept(
             return Concept(word, variants, Known.KNOWN)
     if len(word) >= WORD_MIN_LETTERS and is_word(word):
         return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
+    if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:
+        return None  # `becuase`, `shoud`: a stopword, misspelt; no name the corpus lacks
     corrected = nearest(word)
     if corrected is not None:
         forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
