@@ -140,6 +140,32 @@ def test_a_writer_runs_only_the_case_files_it_wrote(
     assert "t2-kafka" in report and "t-redis" not in report
 
 
+def test_each_half_is_broken_down_by_writer_when_several_wrote_it(root: Path) -> None:
+    assert main(["--root", str(root), "--only", "dev", "--split", "all"]) == 0
+    assert "| writer |" not in sets_report(root)  # one writer alone is no breakdown
+
+    later = [
+        dev_case(
+            "t2-kafka", "kafka consumer lag", ["kafka/kafka-consumer-lag.md"], "tune", "short"
+        ),
+        dev_case(
+            "t2-dns", "nxdomain for the payments api", ["redis/redis-memory.md"], "tune", "short"
+        ),
+        dev_case("h2-bread", "how to bake sourdough bread", [], "holdout", "negative-off-topic"),
+    ]
+    cases = root / "eval" / "dev" / "cases"
+    (cases / "bundled.later.json").write_text(json.dumps(later), encoding="utf-8")
+
+    assert main(["--root", str(root), "--only", "dev", "--split", "all"]) == 0
+
+    report = sets_report(root)
+    tune = report.split("## bundled · tune")[1].split("## ")[0]
+    holdout = report.split("## bundled · holdout")[1].split("## ")[0]
+    # Writer rows: cases, Hit@1 (`later` found Kafka's page, not DNS under a wrong judgment).
+    assert "| later | 2 | 0.500 |" in tune and "| test | 2 | 1.000 |" in tune
+    assert "| later | 1 | - |" in holdout and "| test | 1 | 1.000 |" in holdout
+
+
 def test_a_writer_with_no_case_file_is_a_usage_error(root: Path) -> None:
     assert main(["--root", str(root), "--only", "dev", "--writer", "nobody"]) == 2
 

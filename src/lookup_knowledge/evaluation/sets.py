@@ -31,6 +31,7 @@ class EvalSet:
     outcomes: tuple[Outcome, ...]
     per_case: tuple[tuple[str, Outcome], ...]  # (query, outcome); empty for a holdout set
     kinds: tuple[str, ...]  # the kinds to break the figures down by (none for the tuning set)
+    writers: tuple[str, ...] = ()  # each outcome's case file writer (none for the tuning set)
 
     @property
     def scorecard(self) -> Scorecard:
@@ -39,6 +40,16 @@ class EvalSet:
     @property
     def by_kind(self) -> dict[str, Scorecard]:
         return by_kind(self.outcomes, self.kinds)
+
+    @property
+    def by_writer(self) -> dict[str, Scorecard]:
+        """A scorecard per writer of the set's case files, by name (a later writer's questions
+        meet the engine as a new user's do: eval/dev/README.md)."""
+        outcomes = zip(self.writers, self.outcomes, strict=True) if self.writers else ()
+        grouped: dict[str, list[Outcome]] = {}
+        for writer, outcome in outcomes:
+            grouped.setdefault(writer, []).append(outcome)
+        return {writer: score(grouped[writer]) for writer in sorted(grouped)}
 
 
 def tuning_set(results: Sequence[CaseResult]) -> EvalSet:
@@ -77,7 +88,10 @@ async def run_dev_corpus(
                 if split == "tune"
                 else ()
             )
-            sets.append(EvalSet(dev_label(corpus.name, split), tuple(outcomes), per_case, KINDS))
+            writers = tuple(corpus.writers.get(c.id, "") for c in cases)
+            sets.append(
+                EvalSet(dev_label(corpus.name, split), tuple(outcomes), per_case, KINDS, writers)
+            )
     return sets
 
 

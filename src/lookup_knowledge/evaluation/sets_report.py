@@ -1,7 +1,7 @@
 """The side-by-side report of every evaluation set: a Markdown file and a console summary.
 
-Holdout sets are shown in aggregate only (figures, per-kind figures, score bins), never case
-by case: they are looked at once, to report, not to tune on.
+Holdout sets are shown in aggregate only (figures, per-kind and per-writer figures, score
+bins), never case by case: they are looked at once, to report, not to tune on.
 """
 
 from __future__ import annotations
@@ -126,6 +126,17 @@ def _set_section(evaluation_set: EvalSet) -> list[str]:
         ]
         for kind, card in kinds.items():
             lines.append(f"| {kind} | " + " | ".join(cell(card) for _, cell in KIND_COLUMNS) + " |")
+        lines.append("")
+    writers = evaluation_set.by_writer
+    if len(writers) > 1:
+        lines += [
+            "| writer | " + " | ".join(name for name, _ in KIND_COLUMNS) + " |",
+            "|---|" + "---:|" * len(KIND_COLUMNS),
+        ]
+        for writer, card in writers.items():
+            lines.append(
+                f"| {writer} | " + " | ".join(cell(card) for _, cell in KIND_COLUMNS) + " |"
+            )
         lines.append("")
     lines += _bins(evaluation_set.outcomes)
     if evaluation_set.per_case:
