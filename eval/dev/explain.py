@@ -109,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         hint = next((m.export_command for m in missing if m.name == args.corpus), None)
         print(f"no development corpus {args.corpus!r} here" + (f": {hint}" if hint else ""))
         return 2
+    if corpus.untouched:
+        print(
+            f"{corpus.name}'s tune half is untouched (eval/dev/corpora.json): it is read in "
+            "aggregate only, until someone decides to tune on it and says so in README.md"
+        )
+        return 2
     index = KnowledgeIndex(load_documents(corpus.docs_dir), Lexicon.load(corpus.docs_dir))
     print(f"per document: grade, rank, [{', '.join(scoring.FEATURES)}], source")
     buckets: Counter[str] = Counter()

@@ -23,6 +23,7 @@ from lookup_knowledge.evaluation.calibrate import (
     report,
     rows_for,
     training,
+    tune_rows,
     writer_report,
 )
 from lookup_knowledge.evaluation.devset import load_dev_corpora
@@ -175,3 +176,26 @@ def test_each_development_case_is_named_by_its_file_s_writer(tmp_path: Path) -> 
     assert corpora[0].writers == {"e1": "en", "e2": "en", "n1": "x9"}
     [only_x9], _ = load_dev_corpora(tmp_path, tmp_path / "corpora", {"x9"})
     assert only_x9.writers == {"n1": "x9"}
+
+
+def test_a_corpus_declared_untouched_is_neither_fitted_on_nor_scored(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "rag-retrieval").symlink_to(repo / "eval" / "rag-retrieval")
+    cases = tmp_path / "eval" / "dev" / "cases"
+    cases.mkdir(parents=True)
+    corpora = tmp_path / "corpora"
+    for name in ("acme", "fresh"):
+        (corpora / name).mkdir(parents=True)
+        (corpora / name / "a.md").write_text("# Widgets\n\nwidget calibration steps\n")
+        case = {"id": f"{name}-1", "query": "widget calibration", "lang": "en"}
+        case |= {"kind": "short", "relevant": ["a.md"], "split": "tune"}
+        (cases / f"{name}.w.json").write_text(json.dumps([case]))
+    (tmp_path / "eval" / "dev" / "corpora.json").write_text(
+        json.dumps([{"name": "fresh", "untouched": True}, {"name": "acme"}])
+    )
+
+    labels = {row.label for row in tune_rows(tmp_path, corpora)}
+
+    assert "acme" in labels and "tuning set" in labels
+    assert "fresh" not in labels

@@ -92,6 +92,25 @@ def test_an_exported_corpus_is_indexed_from_the_corpora_folder(
     assert "| o-1 | short | widget calibration | `x.md` | `x.md` |" in sets_report(root)
 
 
+def test_a_corpus_declared_untouched_reports_its_tune_half_in_aggregate_only(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpora = tmp_path / "exports"
+    (corpora / "acme-docs").mkdir(parents=True)
+    (corpora / "acme-docs" / "x.md").write_text("# Widgets\n\nwidget calibration steps\n", "utf-8")
+    (root / "eval" / "dev" / "corpora.json").write_text(
+        json.dumps([{"name": "acme-docs", "untouched": True}]), encoding="utf-8"
+    )
+
+    argv = ["--root", str(root), "--only", "dev", "--corpus", "acme-docs"]
+    assert main([*argv, "--corpora-dir", str(corpora)]) == 0
+
+    assert "acme-docs · tune" in capsys.readouterr().out
+    report = sets_report(root)
+    assert "## acme-docs · tune" in report and "1 (1/0)" in report
+    assert "o-1" not in report and "widget calibration" not in report
+
+
 def test_an_unknown_corpus_name_is_a_usage_error(root: Path) -> None:
     assert main(["--root", str(root), "--only", "dev", "--corpus", "nope"]) == 2
 

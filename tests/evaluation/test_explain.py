@@ -77,3 +77,26 @@ def test_a_corpus_not_exported_here_says_how_to_export_it(
     )
     assert load_script().main(["acme-docs", "--root", str(tmp_path)]) == 2
     assert "export_corpus.py acme-docs" in capsys.readouterr().out
+
+
+def test_a_corpus_declared_untouched_is_not_read_case_by_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = tmp_path / "eval" / "dev" / "cases"
+    cases.mkdir(parents=True)
+    (cases / "acme-docs.t.json").write_text(
+        json.dumps([case("a-1", "widget calibration", ["a.md"], "short")]), encoding="utf-8"
+    )
+    corpora = tmp_path / "var" / "corpora" / "acme-docs"
+    corpora.mkdir(parents=True)
+    (corpora / "a.md").write_text("# Widgets\n\nwidget calibration steps\n", encoding="utf-8")
+    declared = tmp_path / "eval" / "dev" / "corpora.json"
+
+    declared.write_text(json.dumps([{"name": "acme-docs", "untouched": True}]))
+    assert load_script().main(["acme-docs", "--root", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "untouched" in out and "a-1" not in out
+
+    declared.write_text(json.dumps([{"name": "acme-docs"}]))
+    assert load_script().main(["acme-docs", "--root", str(tmp_path), "--all"]) == 0
+    assert "== a-1" in capsys.readouterr().out

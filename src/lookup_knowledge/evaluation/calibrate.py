@@ -76,7 +76,8 @@ def rows_for(label: str, index: KnowledgeIndex, queries: Sequence[Query]) -> lis
 
 
 def tune_rows(root: Path, corpora_dir: Path | None = None) -> list[Row]:
-    """Rows of the tuning set and of every exported development corpus's tune half."""
+    """Rows of the tuning set and of every exported development corpus's tune half, but the
+    corpora declared untouched."""
     paths = Paths(root, None, corpora_dir)
     bundled = KnowledgeIndex(load_documents())
     golden = [
@@ -86,6 +87,8 @@ def tune_rows(root: Path, corpora_dir: Path | None = None) -> list[Row]:
     rows = rows_for("tuning set", bundled, golden)
     corpora, _missing = load_dev_corpora(paths.dev, paths.corpora)
     for corpus in corpora:
+        if corpus.untouched:  # kept like a holdout: never fitted on (eval/dev/README.md)
+            continue
         index = (
             bundled if corpus.docs_dir is None else KnowledgeIndex(load_documents(corpus.docs_dir))
         )

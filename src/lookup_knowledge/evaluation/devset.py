@@ -72,6 +72,9 @@ class DevCorpus:
     docs_dir: Path | None  # None: the bundled knowledge base
     cases: tuple[DevCase, ...]
     writers: Mapping[str, str] = field(default_factory=dict)  # case id → its file's writer
+    # Declared in corpora.json: its tune half is kept like a holdout (reported in aggregate,
+    # never read case by case nor fitted on) until someone decides to tune on it.
+    untouched: bool = False
 
     def selected(self, splits: Iterable[str]) -> tuple[DevCase, ...]:
         wanted = set(splits)
@@ -115,6 +118,7 @@ def load_dev_corpora(
                     f"development case id {case.id} is in {corpus} and {seen[case.id]}"
                 )
             seen[case.id] = corpus
+    untouched = _untouched(dev_dir)
     runnable: list[DevCorpus] = []
     missing: list[MissingCorpus] = []
     for name in sorted(by_corpus, key=lambda n: (n != BUNDLED, n)):
@@ -125,11 +129,22 @@ def load_dev_corpora(
             continue
         folder = corpora_dir / name
         if folder.is_dir() and any(folder.rglob("*.md")):
-            runnable.append(DevCorpus(name, folder, corpus_cases, case_writers))
+            runnable.append(DevCorpus(name, folder, corpus_cases, case_writers, name in untouched))
         else:
             command = f"python eval/dev/export_corpus.py {name}"
             missing.append(MissingCorpus(name, folder, command))
     return tuple(runnable), tuple(missing)
+
+
+def _untouched(dev_dir: Path) -> frozenset[str]:
+    """The corpora `corpora.json` declares untouched (none when it is absent)."""
+    try:
+        entries = json.loads((dev_dir / "corpora.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return frozenset()
+    except (OSError, ValueError) as exc:
+        raise CaseFileError(f"cannot read {dev_dir / 'corpora.json'}: {exc}") from exc
+    return frozenset(e["name"] for e in entries if isinstance(e, dict) and e.get("untouched"))
 
 
 def _load(path: Path) -> list[DevCase]:

@@ -85,7 +85,7 @@ async def run_dev_corpus(
                 outcomes.append(dev_outcome(case, run))
             per_case = (
                 tuple((c.query, o) for c, o in zip(cases, outcomes, strict=True))
-                if split == "tune"
+                if split == "tune" and not corpus.untouched
                 else ()
             )
             writers = tuple(corpus.writers.get(c.id, "") for c in cases)
