@@ -183,6 +183,18 @@ def test_an_alert_name_typed_in_lower_case_finds_its_page_as_in_camel_case(
         assert quality == pytest.approx(_top(index, "KubeMemoryOvercommit firing")[1])
 
 
+def test_only_a_word_no_dictionary_knows_is_taken_for_a_name_typed_without_case(
+    tmp_path: Path,
+) -> None:
+    index = _corpus(tmp_path)
+
+    # The dictionary holds stems: `earthquakes` is read as `earthquak`, an English word.
+    assert not index._unknown_name("earthquakes")
+    assert not index._unknown_name("unfortunately")
+    assert index._unknown_name("kubememovercommit")
+    assert not index._unknown_name("kubememoryovercommit")  # the corpus's own term
+
+
 def test_a_word_no_dictionary_knows_is_a_name_an_english_one_is_not() -> None:
     from lookup_knowledge.engine.bilingual import Translations
     from lookup_knowledge.engine.lexicon import Lexicon

@@ -68,8 +68,6 @@ _IDENTIFIER = re.compile(
     + r"|[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*){2,})"
     + _EDGE_AFTER
 )
-# A plain word of Latin letters that may be a name typed without its case.
-_SQUASHED = re.compile(_EDGE_BEFORE + r"[A-Za-z]{10,}" + _EDGE_AFTER)
 _FLAG = re.compile(r"(?<![A-Za-z0-9_-])--([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+)" + _EDGE_AFTER)
 _DROP = str.maketrans("", "", "._:/-")
 # A stretch of the characters an identifier, a path or a URL is made of: each is searched
@@ -81,7 +79,8 @@ TYPO_DISTANCE = 2
 ABBREVIATION_MIN_LETTERS = 6
 ABBREVIATION_STRETCH = 1.6
 CANDIDATES = 40
-SQUASHED_MIN_LETTERS = 10  # the `_SQUASHED` pattern's length: shorter words are words
+SQUASHED_MIN_LETTERS = 10  # a plain word this long may be a name typed without its case
+_SQUASHED = re.compile(_EDGE_BEFORE + rf"[A-Za-z]{{{SQUASHED_MIN_LETTERS},}}" + _EDGE_AFTER)
 
 
 def named(text: str) -> list[str]:

@@ -421,11 +421,13 @@ class KnowledgeIndex:
         self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
 
     def _unknown_name(self, word: str) -> bool:
-        """Whether a lower-case Latin word is no term of the corpus and no English word."""
+        """Whether a lower-case Latin word is no term of the corpus and no English word (the
+        dictionary's words are looked up by their stems, as the query's are)."""
+        stem = tokenize.stem(word)
         return (
             word not in self._vocabulary
-            and tokenize.stem(word) not in self._vocabulary
-            and self._translations.is_name(word)
+            and stem not in self._vocabulary
+            and self._translations.is_name(stem)
         )
 
     def _in_text(self, word: str) -> bool:

@@ -83,7 +83,7 @@ class Known(StrEnum):
     TYPO = "typo"
     BRIDGED = "bridged"  # known only through the thesaurus's technical terms
     UNKNOWN = "unknown"
-    WORD = "word"  # an English word of the dictionary that the corpus lacks: no typo
+    WORD = "word"  # a word of the dictionary (English or Chinese) the corpus lacks: no typo
     ABSENT = "absent"  # an identifier the corpus lacks in every form (engine.identifiers)
 
 
