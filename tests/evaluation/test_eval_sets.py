@@ -77,15 +77,19 @@ def test_a_corpus_that_is_not_exported_is_skipped_with_the_command_that_exports_
     assert "python eval/dev/export_corpus.py acme-docs" in sets_report(root)
 
 
-def test_an_exported_corpus_is_indexed_from_the_corpora_folder(
-    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def run_acme_exported(root: Path, tmp_path: Path) -> int:
+    """Export acme-docs (one page) into a corpora folder of its own and run its cases."""
     corpora = tmp_path / "exports"
     (corpora / "acme-docs").mkdir(parents=True)
     (corpora / "acme-docs" / "x.md").write_text("# Widgets\n\nwidget calibration steps\n", "utf-8")
-
     argv = ["--root", str(root), "--only", "dev", "--corpus", "acme-docs"]
-    assert main([*argv, "--corpora-dir", str(corpora)]) == 0
+    return main([*argv, "--corpora-dir", str(corpora)])
+
+
+def test_an_exported_corpus_is_indexed_from_the_corpora_folder(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_acme_exported(root, tmp_path) == 0
 
     out = capsys.readouterr().out
     assert "acme-docs · tune" in out and "bundled" not in out
@@ -95,15 +99,11 @@ def test_an_exported_corpus_is_indexed_from_the_corpora_folder(
 def test_a_corpus_declared_untouched_reports_its_tune_half_in_aggregate_only(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    corpora = tmp_path / "exports"
-    (corpora / "acme-docs").mkdir(parents=True)
-    (corpora / "acme-docs" / "x.md").write_text("# Widgets\n\nwidget calibration steps\n", "utf-8")
     (root / "eval" / "dev" / "corpora.json").write_text(
         json.dumps([{"name": "acme-docs", "untouched": True}]), encoding="utf-8"
     )
 
-    argv = ["--root", str(root), "--only", "dev", "--corpus", "acme-docs"]
-    assert main([*argv, "--corpora-dir", str(corpora)]) == 0
+    assert run_acme_exported(root, tmp_path) == 0
 
     assert "acme-docs · tune" in capsys.readouterr().out
     report = sets_report(root)

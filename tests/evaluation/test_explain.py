@@ -67,14 +67,19 @@ def test_all_shows_the_passing_cases_and_marks_the_relevant_document(
     assert "* " in block and block.count(" rank ") == 2
 
 
+def acme_cases(root: Path) -> None:
+    """One tune case over acme-docs, a corpus of one page `a.md`."""
+    cases = root / "eval" / "dev" / "cases"
+    cases.mkdir(parents=True)
+    (cases / "acme-docs.t.json").write_text(
+        json.dumps([case("a-1", "widget calibration", ["a.md"], "short")]), encoding="utf-8"
+    )
+
+
 def test_a_corpus_not_exported_here_says_how_to_export_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cases = tmp_path / "eval" / "dev" / "cases"
-    cases.mkdir(parents=True)
-    (cases / "acme-docs.t.json").write_text(
-        json.dumps([case("a-1", "disk full", ["a.md"], "short")]), encoding="utf-8"
-    )
+    acme_cases(tmp_path)
     assert load_script().main(["acme-docs", "--root", str(tmp_path)]) == 2
     assert "export_corpus.py acme-docs" in capsys.readouterr().out
 
@@ -82,11 +87,7 @@ def test_a_corpus_not_exported_here_says_how_to_export_it(
 def test_a_corpus_declared_untouched_is_not_read_case_by_case(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cases = tmp_path / "eval" / "dev" / "cases"
-    cases.mkdir(parents=True)
-    (cases / "acme-docs.t.json").write_text(
-        json.dumps([case("a-1", "widget calibration", ["a.md"], "short")]), encoding="utf-8"
-    )
+    acme_cases(tmp_path)
     corpora = tmp_path / "var" / "corpora" / "acme-docs"
     corpora.mkdir(parents=True)
     (corpora / "a.md").write_text("# Widgets\n\nwidget calibration steps\n", encoding="utf-8")
