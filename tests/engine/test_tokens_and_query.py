@@ -249,6 +249,64 @@ def test_a_query_of_stopwords_and_noise_only_has_no_candidates() -> None:
     assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
 
 
+@pytest.mark.parametrize(
+    ("text", "stripped"),
+    [
+        ("## 2. Look at sessions", "## Look at sessions"),
+        ("Pool > 1. Read the pool metrics", "Pool > Read the pool metrics"),
+        ("1) restart it\n 2) watch it\n3、确认超时", "restart it\n watch it\n确认超时"),
+        ("1.2. Sub-step", "Sub-step"),
+    ],
+)
+def test_the_ordinals_of_headings_and_list_items_are_stripped(text: str, stripped: str) -> None:
+    assert tokenize.strip_enumeration(text) == stripped
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1.27 升级到 1.28", "10.0.0.1 is the gateway", "3 replicas are ready", "exit code 137."],
+)
+def test_versions_addresses_and_counts_in_prose_keep_their_numbers(text: str) -> None:
+    assert tokenize.strip_enumeration(text) == text
+
+
+def test_a_heading_ordinal_is_no_word_of_the_corpus(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "keys.md": "# Key rotation\n\n## 7. Rotate the keys\n\nRotate the signing keys.\n",
+            "disk.md": "# Disk full\n\nThe disk is full.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert "7" not in {c.token for c in index.read("rotate keys 7").concepts}
+
+
+@pytest.mark.parametrize("query", ["1", "2 3", "1 2 3 ..."])
+def test_a_query_of_counts_and_ordinals_alone_has_no_candidates(
+    write_docs: Callable[[dict[str, str]], Path], query: str
+) -> None:
+    docs = write_docs(
+        {
+            "pool.md": (
+                "# Connection pool\n\n## 1. Read the pool metrics\n\nA pool of 2 or 3 "
+                "connections per step.\n\n## 2. Find leaks\n\n1. List the sessions.\n"
+            ),
+            "oom.md": "# OOMKilled\n\nThe container exited with code 137.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    result = index.search(query, top_k=5)
+
+    assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+    # A code of three digits is a word of the page that documents it.
+    assert [(c.token, c.known) for c in index.read("137").concepts] == [("137", Known.KNOWN)]
+    assert index.search("137", top_k=1).no_evidence_basis is not NoEvidenceBasis.NO_CANDIDATES
+
+
 BUNDLED = KnowledgeIndex(load_documents())
 
 

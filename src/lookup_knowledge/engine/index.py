@@ -123,8 +123,9 @@ class KnowledgeIndex:
         for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
-                texts.append("\n".join((chunk.title, chunk.content)))
-                headings.append("\n".join((chunk.breadcrumb, tags)))
+                # A heading's or a list item's ordinal (`2. Check …`) is no word of the chunk.
+                texts.append(tokenize.strip_enumeration(f"{chunk.title}\n{chunk.content}"))
+                headings.append(tokenize.strip_enumeration(f"{chunk.breadcrumb}\n{tags}"))
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
         if not self._chunks:

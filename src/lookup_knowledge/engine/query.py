@@ -73,6 +73,7 @@ WORD_FACTOR = 0.25  # an English word the corpus lacks, of the rarest word's wei
 WORD_MIN_LETTERS = 5  # shorter dictionary words may still be typos (`leas`, `fial`)
 WORD_MIN_CHARACTERS = 3  # a Chinese word of two is as often the question's subject (`过期`)
 ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
+COUNT_MAX_DIGITS = 2  # a number this short is a count or an ordinal, seldom a code
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
 
@@ -107,8 +108,17 @@ class ReadQuery:
 
     @property
     def empty(self) -> bool:
-        """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing."""
-        return not any(c.known in (Known.KNOWN, Known.SUBSTRING) for c in self.concepts)
+        """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing, and
+        neither do counts and ordinals alone (`1 2 3`: numbers of `COUNT_MAX_DIGITS` digits or
+        fewer, which any page has somewhere; `137` or `504` is a code, and stays one)."""
+        return not any(
+            c.known in (Known.KNOWN, Known.SUBSTRING) and not _is_count(c.token)
+            for c in self.concepts
+        )
+
+
+def _is_count(token: str) -> bool:
+    return token.isascii() and token.isdigit() and len(token) <= COUNT_MAX_DIGITS
 
 
 Translate = Callable[[str], frozenset[str]]

@@ -16,7 +16,8 @@ Text is NFKC-normalized (full-width → half-width), then cut into runs:
   without a port, UUIDs, hexadecimal ids (`7f9c6d5b8`, `0x104020`), numbers of five or more
   digits and decimals. Short numbers stay (`137`, `429`, `504` are exit and status codes).
   The query side goes further (`engine.query`): a query token with a digit that the corpus
-  does not know is an id and weighs nothing.
+  does not know is an id and weighs nothing. On the document side the ordinals that number
+  headings and list items (`### 2. Look at sessions`, `1) restart`) are no tokens.
 
 Stopwords (`engine.lexicon`) are dropped before stemming. The stemmer is Snowball's English
 stemmer (PyStemmer), applied to documents, queries and glossary entries alike, so stems only
@@ -107,6 +108,21 @@ def strip_log_structure(text: str) -> str:
     text = _NAMED_DATE.sub(" ", text)
     text = _SOURCE_LOCATION.sub(" ", text)
     return _URL_AUTHORITY.sub(" ", text)
+
+
+# The ordinal that numbers a heading or a list item, where one starts (a line, a breadcrumb
+# segment): `### 2. Check the pool`, `1) restart it`, `3、确认超时`. Versions and addresses
+# (`1.27 升级`, `10.0.0.1 is`) have no mark and a space after their last number.
+_ENUMERATION = re.compile(
+    r"(^|> )([ \t]*(?:#{1,6}[ \t]+)?)\d{1,3}(?:\.\d{1,3})*(?:[.)][ \t]+|、[ \t]*)", re.MULTILINE
+)
+
+
+def strip_enumeration(text: str) -> str:
+    """A document's text without the ordinals that number its headings and list items
+    (document side): they say where a step stands, not what it is about, so `2` is no word of
+    the section `2. Look at sessions on the database`."""
+    return _ENUMERATION.sub(r"\1\2", text)
 
 
 def normalize(text: str) -> str:
