@@ -253,7 +253,7 @@ def test_a_query_of_stopwords_and_noise_only_has_no_candidates() -> None:
     ("text", "stripped"),
     [
         ("## 2. Look at sessions", "## Look at sessions"),
-        ("Pool > 1. Read the pool metrics", "Pool > Read the pool metrics"),
+        ("Steps:\n\n1. Read the pool metrics", "Steps:\n\nRead the pool metrics"),
         ("1) restart it\n 2) watch it\n3、确认超时", "restart it\n watch it\n确认超时"),
         ("1.2. Sub-step", "Sub-step"),
     ],

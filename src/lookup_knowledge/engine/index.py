@@ -125,7 +125,8 @@ class KnowledgeIndex:
             for chunk in document.chunks:
                 # A heading's or a list item's ordinal (`2. Check …`) is no word of the chunk.
                 texts.append(tokenize.strip_enumeration(f"{chunk.title}\n{chunk.content}"))
-                headings.append(tokenize.strip_enumeration(f"{chunk.breadcrumb}\n{tags}"))
+                path = " > ".join(map(tokenize.strip_enumeration, chunk.breadcrumb.split(" > ")))
+                headings.append(f"{path}\n{tags}")
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
         if not self._chunks:

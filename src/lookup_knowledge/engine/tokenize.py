@@ -110,19 +110,24 @@ def strip_log_structure(text: str) -> str:
     return _URL_AUTHORITY.sub(" ", text)
 
 
-# The ordinal that numbers a heading or a list item, where one starts (a line, a breadcrumb
-# segment): `### 2. Check the pool`, `1) restart it`, `3、确认超时`. Versions and addresses
+# The ordinal that numbers a heading or a list item at the start of a line, past its indent and
+# heading marks: `### 2. Check the pool`, `1) restart it`, `3、确认超时`. Versions and addresses
 # (`1.27 升级`, `10.0.0.1 is`) have no mark and a space after their last number.
-_ENUMERATION = re.compile(
-    r"(^|> )([ \t]*(?:#{1,6}[ \t]+)?)\d{1,3}(?:\.\d{1,3})*(?:[.)][ \t]+|、[ \t]*)", re.MULTILINE
+_ORDINAL = re.compile(
+    r"([ \t]*(?:#{1,6}[ \t]+)?)[0-9]{1,3}(?:\.[0-9]{1,3})*(?:[.)][ \t]+|、[ \t]*)"
 )
 
 
 def strip_enumeration(text: str) -> str:
     """A document's text without the ordinals that number its headings and list items
     (document side): they say where a step stands, not what it is about, so `2` is no word of
-    the section `2. Look at sessions on the database`."""
-    return _ENUMERATION.sub(r"\1\2", text)
+    the section `2. Look at sessions on the database`. Line by line: a regex over the whole
+    text would try every digit of it."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip(" \t#")[:1].isdigit() and (match := _ORDINAL.match(line)) is not None:
+            lines[i] = match.group(1) + line[match.end() :]
+    return "\n".join(lines)
 
 
 def normalize(text: str) -> str:
