@@ -41,6 +41,7 @@ KINDS = (
     "short",
     "negative-near-miss",
     "negative-off-topic",
+    "negative-vague",
 )
 LANGS = ("en", "zh", "mixed")
 REQUIRED = ("id", "query", "lang", "kind", "relevant")

@@ -53,18 +53,21 @@ def test_a_negative_graded_precise_counts_against_precise_precision() -> None:
     assert (card.near_miss_silent.part, card.near_miss_silent.whole) == (0, 1)
 
 
-def test_off_topic_and_near_miss_negatives_are_counted_apart() -> None:
+def test_off_topic_near_miss_and_vague_negatives_are_counted_apart() -> None:
     card = score(
         [
             outcome("negative-off-topic", (), ()),
             outcome("negative-off-topic", (), ("x.md",), REFERENCE),
             outcome("negative-near-miss", (), ()),
+            outcome("negative-vague", (), ("y.md",), PRECISE),
         ]
     )
 
     assert (card.off_topic_silent.part, card.off_topic_silent.whole) == (1, 2)
     assert (card.near_miss_silent.part, card.near_miss_silent.whole) == (1, 1)
-    assert (card.negatives_silent.part, card.negatives_silent.whole) == (2, 3)
+    assert (card.vague_silent.part, card.vague_silent.whole) == (0, 1)
+    assert (card.negatives_silent.part, card.negatives_silent.whole) == (2, 4)
+    assert card.negatives_precise == 1
     assert (card.reference.correct, card.reference.count) == (0, 1)
     assert card.hit_at_1 is None
 

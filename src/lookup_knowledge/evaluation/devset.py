@@ -24,7 +24,7 @@ from lookup_knowledge.evaluation.cases import CASE_ID_PATTERN, CaseFileError
 BUNDLED = "bundled"
 SPLITS = ("tune", "holdout")
 Split = Literal["tune", "holdout"]
-NEGATIVE_KINDS = ("negative-near-miss", "negative-off-topic")
+NEGATIVE_KINDS = ("negative-near-miss", "negative-off-topic", "negative-vague")
 # The kinds of the development set (eval/dev/README.md), in report order.
 KINDS = (
     "paraphrase",
@@ -54,6 +54,7 @@ class DevCase(BaseModel):
         "short",
         "negative-near-miss",
         "negative-off-topic",
+        "negative-vague",
     ]
     relevant: tuple[str, ...]
     split: Split

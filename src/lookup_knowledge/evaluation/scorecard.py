@@ -8,8 +8,8 @@ outcomes, at document level:
   answered `NO_EVIDENCE` although the knowledge base holds the answer (false no-evidence);
 * over every case graded PRECISE (REFERENCE): the share whose top document answers the case
   (grade precision); a negative case that gets a grade counts as wrong;
-* over the negative cases (nothing answers them): the share answered `NO_EVIDENCE`, off-topic
-  and near-miss apart, and how many were graded PRECISE.
+* over the negative cases (nothing answers them): the share answered `NO_EVIDENCE`, off-topic,
+  near-miss and vague apart, and how many were graded PRECISE.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from lookup_knowledge.evaluation.metrics import Precision, hit_at_k, reciprocal_
 
 OFF_TOPIC = "negative-off-topic"
 NEAR_MISS = "negative-near-miss"
+VAGUE = "negative-vague"  # a complaint or a request for help that names nothing a page is about
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class Scorecard:
     negatives_silent: Share  # negatives answered NO_EVIDENCE
     off_topic_silent: Share
     near_miss_silent: Share
+    vague_silent: Share
     negatives_precise: int  # negatives graded PRECISE
 
 
@@ -97,6 +99,7 @@ def score(outcomes: Sequence[Outcome]) -> Scorecard:
         negatives_silent=_silent(negatives),
         off_topic_silent=_silent(o for o in negatives if o.kind == OFF_TOPIC),
         near_miss_silent=_silent(o for o in negatives if o.kind == NEAR_MISS),
+        vague_silent=_silent(o for o in negatives if o.kind == VAGUE),
         negatives_precise=sum(o.level is RelevanceLevel.PRECISE for o in negatives),
     )
 

@@ -28,6 +28,7 @@ ROWS: tuple[Row, ...] = (
     ("negatives answered NO_EVIDENCE", lambda s: _share(s.negatives_silent)),
     ("· off-topic", lambda s: _share(s.off_topic_silent)),
     ("· near-miss", lambda s: _share(s.near_miss_silent)),
+    ("· vague", lambda s: _share(s.vague_silent)),
     ("negatives graded PRECISE", lambda s: str(s.negatives_precise)),
 )
 KIND_COLUMNS: tuple[Row, ...] = (
@@ -97,8 +98,9 @@ def _side_by_side(sets: Sequence[EvalSet]) -> list[str]:
         "knowledge base answers the case but the agent was told it holds nothing. Grade "
         "precision: of the cases graded so, the share whose top document answers the case "
         "(negatives that get a grade count as wrong), with the counts. Negatives answered "
-        "NO_EVIDENCE: off-topic (nothing to do with the corpus) and near-miss (a neighbouring "
-        "topic sharing its words) apart.",
+        "NO_EVIDENCE: off-topic (nothing to do with the corpus), near-miss (a neighbouring "
+        "topic sharing its words) and vague (a complaint or a call for help that names nothing "
+        "a page is about) apart.",
         "",
     ]
     return lines
