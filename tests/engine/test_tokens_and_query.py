@@ -307,6 +307,52 @@ def test_a_query_of_counts_and_ordinals_alone_has_no_candidates(
     assert index.search("137", top_k=1).no_evidence_basis is not NoEvidenceBasis.NO_CANDIDATES
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "we have an issue in production",
+        "something is wrong with the cluster, please help",
+        "服务出问题了，帮忙看下",
+        "生产环境挂了",
+        "what should I check first",
+    ],
+)
+def test_a_query_of_discourse_words_alone_has_no_candidates(query: str) -> None:
+    # Each of these was answered from some page of the bundled KB, up to PRECISE (0.96).
+    assert BUNDLED.search(query, top_k=5).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+def test_discourse_words_keep_their_weight_beside_a_subject() -> None:
+    plain = BUNDLED.grade("kafka consumer lag")
+    with_discourse = BUNDLED.grade("kafka consumer lag issue in production")
+
+    assert not isinstance(plain, NoEvidenceBasis) and not isinstance(
+        with_discourse, NoEvidenceBasis
+    )
+    top = BUNDLED.chunk(int(with_discourse.candidates[with_discourse.order[0]]))
+    assert top.source == "kafka/kafka-consumer-lag.md"
+    assert {c.token for c in BUNDLED.read("kafka issue").concepts if c.discourse} == {"issu"}
+
+
+def test_a_deployment_adds_discourse_words_next_to_its_docs(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "a.md": "# Widget frobnication\n\nThe widget frobnicates on the shop floor.\n",
+            ".lexicon/discourse.txt": "# ours\nfloor\n",
+        }
+    )
+    lexicon = Lexicon.load(docs)
+    index = KnowledgeIndex(load_documents(docs), lexicon)
+
+    assert "floor" in lexicon.discourse and "floor" not in LEXICON.discourse
+    assert (
+        index.search("shop floor", top_k=5).no_evidence_basis is not NoEvidenceBasis.NO_CANDIDATES
+    )
+    assert index.search("floor", top_k=5).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
 BUNDLED = KnowledgeIndex(load_documents())
 
 

@@ -44,6 +44,7 @@ LEXICON_DIR = ".lexicon"
 STOPWORD_FILES = ("stopwords-en.txt", "stopwords-zh.txt")
 GLOSSARY_FILE = "glossary.txt"
 THESAURUS_FILE = "thesaurus.txt"
+DISCOURSE_FILE = "discourse.txt"
 DEPLOYMENT_STOPWORDS = "stopwords.txt"
 GAP = 2  # other tokens a query may put between the words of a lay expression
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
@@ -103,6 +104,9 @@ class Lexicon:
     bridges: tuple[Bridge, ...] = ()
     unusable_bridges: tuple[str, ...] = ()  # thesaurus lines or expressions that cannot match
     sources: tuple[str, ...] = ()  # the deployment files that were read, for the log
+    # Query tokens that say what is around a question's subject, never the subject (a query of
+    # these alone names nothing: `engine.query`); data/discourse.txt.
+    discourse: frozenset[str] = frozenset()
     # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
     # by their first word and the Chinese ones, with their positions by first character
     # (what `said` looks through).
@@ -139,6 +143,7 @@ class Lexicon:
         stop_text = [_read_shipped(name) for name in STOPWORD_FILES]
         glossary_text = [_read_shipped(GLOSSARY_FILE)]
         thesaurus_text = [_read_shipped(THESAURUS_FILE)]
+        discourse_text = [_read_shipped(DISCOURSE_FILE)]
         sources: list[str] = []
         if docs_dir is not None:
             extra = Path(docs_dir) / LEXICON_DIR
@@ -146,6 +151,7 @@ class Lexicon:
                 (DEPLOYMENT_STOPWORDS, stop_text),
                 (GLOSSARY_FILE, glossary_text),
                 (THESAURUS_FILE, thesaurus_text),
+                (DISCOURSE_FILE, discourse_text),
             ):
                 path = extra / name
                 if path.is_file():
@@ -164,7 +170,14 @@ class Lexicon:
                     found, bad = _bridges(line, stopwords)
                     bridges.extend(found)
                     unusable.extend(bad)
-        return cls(stopwords, groups, tuple(bridges), tuple(unusable), tuple(sources))
+        discourse = frozenset(
+            token.text
+            for text in discourse_text
+            for row in _lines(text)
+            for word in row
+            for token in tokenize.tokens(word, stopwords, search_mode=False)
+        )
+        return cls(stopwords, groups, tuple(bridges), tuple(unusable), tuple(sources), discourse)
 
     def _build_table(self) -> dict[str, frozenset[str]]:
         table: dict[str, set[str]] = {}

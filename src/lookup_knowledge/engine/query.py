@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from lookup_knowledge.engine import tokenize
@@ -94,6 +94,7 @@ class Concept:
     variants: tuple[str, ...]  # corpus terms that cover it (empty for substring/unknown)
     known: Known
     bridges: tuple[str, ...] = ()  # corpus terms the thesaurus says it stands for
+    discourse: bool = False  # says what is around the question's subject (`Lexicon.discourse`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +109,13 @@ class ReadQuery:
 
     @property
     def empty(self) -> bool:
-        """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing, and
+        """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing;
         neither do counts and ordinals alone (`1 2 3`: numbers of `COUNT_MAX_DIGITS` digits or
-        fewer, which any page has somewhere; `137` or `504` is a code, and stays one)."""
+        fewer, which any page has somewhere; `137` or `504` is a code, and stays one), nor
+        discourse words alone (`we have an issue in production`: they say that something is
+        wrong and where, not what)."""
         return not any(
-            c.known in (Known.KNOWN, Known.SUBSTRING) and not _is_count(c.token)
+            c.known in (Known.KNOWN, Known.SUBSTRING) and not c.discourse and not _is_count(c.token)
             for c in self.concepts
         )
 
@@ -273,7 +276,7 @@ def _bridge(
             # The query's word is one the corpus lacks, which the thesaurus knows.
             lacking = concept.known in (Known.UNKNOWN, Known.WORD, Known.ABSENT)
             known = Known.BRIDGED if lacking else concept.known
-            concepts[word] = Concept(concept.token, concept.variants, known, concept.bridges + new)
+            concepts[word] = replace(concept, known=known, bridges=concept.bridges + new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,12 +325,13 @@ def _concept(
     is_word: Callable[[str], bool],
 ) -> Concept | None:
     word = token.text
+    discourse = word in lexicon.discourse
     variants = held.forms(word)
     if variants:
-        return Concept(word, variants, Known.KNOWN)
+        return Concept(word, variants, Known.KNOWN, discourse=discourse)
     if tokenize.is_cjk_word(word):
         if len(word) > 1 and in_text(word):
-            return Concept(word, (), Known.SUBSTRING)
+            return Concept(word, (), Known.SUBSTRING, discourse=discourse)
         if tokenize.is_cjk_count(word):
             return None  # `两百多个`, `十几秒`: a count, as a number is to Latin text
         if len(word) >= WORD_MIN_CHARACTERS and is_word(word):
@@ -339,7 +343,7 @@ def _concept(
     for other in inflected:  # `rebalancing` for a corpus that says `rebalances`
         variants = held.forms(other)
         if variants:
-            return Concept(word, variants, Known.KNOWN)
+            return Concept(word, variants, Known.KNOWN, discourse=discourse)
     if len(word) >= WORD_MIN_LETTERS and is_word(word):
         return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
     if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:
