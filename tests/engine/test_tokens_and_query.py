@@ -315,6 +315,7 @@ def test_a_query_of_counts_and_ordinals_alone_has_no_candidates(
         "服务出问题了，帮忙看下",
         "生产环境挂了",
         "what should I check first",
+        "no",
     ],
 )
 def test_a_query_of_discourse_words_alone_has_no_candidates(query: str) -> None:
