@@ -323,6 +323,22 @@ def test_a_query_of_discourse_words_alone_has_no_candidates(query: str) -> None:
     assert BUNDLED.search(query, top_k=5).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
 
 
+def test_a_question_about_the_knowledge_base_itself_has_no_candidates(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "budget.md": "# Error budget burn\n\nThis runbook lists what to show the team.\n",
+            "disk.md": "# Disk full\n\nSee the runbook of the storage team.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    for query in ("list all runbooks", "show me the documentation", "知识库里有什么文档"):
+        assert index.search(query, top_k=5).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+    assert index.search("error budget runbook", top_k=5).hits[0].chunk.source == "budget.md"
+
+
 def test_discourse_words_keep_their_weight_beside_a_subject() -> None:
     plain = BUNDLED.grade("kafka consumer lag")
     with_discourse = BUNDLED.grade("kafka consumer lag issue in production")
