@@ -53,6 +53,11 @@ otherwise is **bridged**: it weighs what its most common bridge term weighs. An 
 whose words are no concept of the query (`起不来`: stopwords to the segmenter) becomes a
 bridged concept of its own. A query of bridged concepts alone has no candidates, as one of
 typos alone: the thesaurus guesses, it does not find.
+
+A word of the lexicon's discourse list (`issue`, `production`, `check`, `服务`, `帮忙看下`:
+that something is wrong, where, that help is wanted) is read and weighed as any word, and
+marked `discourse`: a query of such words alone, like one of counts alone (`1 2 3`), names
+nothing a page is about and has no candidates either (`ReadQuery.empty`).
 """
 
 from __future__ import annotations
