@@ -357,13 +357,14 @@ def test_a_deployment_adds_discourse_words_next_to_its_docs(
     docs = write_docs(
         {
             "a.md": "# Widget frobnication\n\nThe widget frobnicates on the shop floor.\n",
-            ".lexicon/discourse.txt": "# ours\nfloor\n",
+            ".lexicon/discourse.txt": "# ours\nfloor\n-production  # our askers mean the line\n",
         }
     )
     lexicon = Lexicon.load(docs)
     index = KnowledgeIndex(load_documents(docs), lexicon)
 
     assert "floor" in lexicon.discourse and "floor" not in LEXICON.discourse
+    assert "product" in LEXICON.discourse and "product" not in lexicon.discourse
     assert (
         index.search("shop floor", top_k=5).no_evidence_basis is not NoEvidenceBasis.NO_CANDIDATES
     )

@@ -170,13 +170,7 @@ class Lexicon:
                     found, bad = _bridges(line, stopwords)
                     bridges.extend(found)
                     unusable.extend(bad)
-        discourse = frozenset(
-            token.text
-            for text in discourse_text
-            for row in _lines(text)
-            for word in row
-            for token in tokenize.tokens(word, stopwords, search_mode=False)
-        )
+        discourse = _discourse(discourse_text, stopwords)
         return cls(stopwords, groups, tuple(bridges), tuple(unusable), tuple(sources), discourse)
 
     def _build_table(self) -> dict[str, frozenset[str]]:
@@ -231,6 +225,21 @@ class Lexicon:
 
     def glossary_tokens(self) -> frozenset[str]:
         return frozenset(self._table)
+
+
+def _discourse(texts: Sequence[str], stopwords: frozenset[str]) -> frozenset[str]:
+    """The discourse words of the shipped list and a deployment's: every token an entry gives
+    (read as a query is), less those of entries written `-word` (a word the deployment's
+    askers use for a subject: `-cluster`)."""
+    added: set[str] = set()
+    removed: set[str] = set()
+    for text in texts:
+        for row in _lines(text):
+            for entry in row:
+                into = removed if entry.startswith("-") else added
+                words = tokenize.tokens(entry.removeprefix("-"), stopwords, search_mode=False)
+                into.update(token.text for token in words)
+    return frozenset(added - removed)
 
 
 def _bridges(line: str, stopwords: frozenset[str]) -> tuple[list[Bridge], list[str]]:
