@@ -147,6 +147,16 @@ def test_each_writer_is_scored_by_a_fit_that_never_saw_its_rows() -> None:
     assert float(left_out_loss) > hedged + 0.5
 
 
+def test_a_writer_of_negatives_only_has_no_auc_but_a_log_loss() -> None:
+    negatives = [Row("vague", (0.1, 0.0, 0.0, 0.0), False, False, "v") for _ in range(4)]
+
+    lines = writer_report([*_rows("a"), *_rows("b"), *negatives])
+
+    cells = next(line.split() for line in lines if line.split()[:1] == ["v"])
+    assert cells[1] == "4" and cells[-2:] == ["-", "-"]
+    assert float(cells[2]) < 0.2  # low grades for cases nothing answers: a low log loss
+
+
 def test_the_writer_table_needs_two_writers_and_is_part_of_the_report() -> None:
     one = _rows("a")
 

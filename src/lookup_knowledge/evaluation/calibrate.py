@@ -209,9 +209,16 @@ def writer_report(rows: Sequence[Row]) -> list[str]:
             f"  {writer:<22}{len(inside):>6}"
             f"{log_loss(before, right):9.3f}{log_loss(after, right):9.3f}"
             f"{brier(before, right):9.3f}{brier(after, right):9.3f}"
-            f"{auc(before, right):9.3f}{auc(after, right):9.3f}"
+            f"{_auc_cell(before, right)}{_auc_cell(after, right)}"
         )
     return lines
+
+
+def _auc_cell(scores: np.ndarray, right: np.ndarray) -> str:
+    """The AUC, or `-` for a writer whose files hold no right top document (negatives only:
+    the log loss and Brier score still say how far below the grades stayed)."""
+    value = auc(scores, right)
+    return f"{'-':>9}" if math.isnan(value) else f"{value:9.3f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
