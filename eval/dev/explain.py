@@ -5,11 +5,12 @@
     python eval/dev/explain.py k8s-practice-zh --writer x4      # one writer's cases
 
 For each case: the concepts the engine read from the query (`token:how` — known, substring,
-typo, bridged, unknown, absent — with `->` the corpus forms that cover it and `~` the
-thesaurus's bridge terms), then the first documents in the engine's order, each with its grade
-before any threshold, its rank and its grading features (`*`: a relevant document). A
-positive fails when its top document is not relevant or is graded under REFERENCE; a negative
-fails when it is graded REFERENCE or above. The summary sorts the positives' losses:
+typo, bridged, unknown, absent — with `->` the corpus forms that cover it, `~` the thesaurus's
+bridge terms and `!` a discourse word, which names no subject), then the first documents in
+the engine's order, each with its grade before any threshold, its rank and its grading
+features (`*`: a relevant document). A positive fails when its top document is not relevant or
+is graded under REFERENCE; a negative fails when it is graded REFERENCE or above. The summary
+sorts the positives' losses:
 
 * `cut` — a relevant document is first but graded under REFERENCE (the grade's to fix);
 * `rank` — a relevant document is among the first documents, not first (the ranking's);
@@ -40,7 +41,7 @@ SPLIT = "tune"
 
 
 def describe(concept: Concept) -> str:
-    text = f"{concept.token}:{concept.known.value}"
+    text = f"{concept.token}:{concept.known.value}" + ("!" if concept.discourse else "")
     forms = [v for v in concept.variants if v != concept.token][:3]
     if forms:
         text += "->" + "/".join(forms)

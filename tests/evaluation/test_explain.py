@@ -101,3 +101,12 @@ def test_a_corpus_declared_untouched_is_not_read_case_by_case(
     declared.write_text(json.dumps([{"name": "acme-docs"}]))
     assert load_script().main(["acme-docs", "--root", str(tmp_path), "--all"]) == 0
     assert "== a-1" in capsys.readouterr().out
+
+
+def test_a_discourse_word_is_marked_in_the_reading() -> None:
+    from lookup_knowledge.engine.query import Concept, Known
+
+    describe = load_script().describe
+
+    assert describe(Concept("issu", ("issu",), Known.KNOWN, discourse=True)) == "issu:known!"
+    assert describe(Concept("redi", ("redi",), Known.KNOWN)) == "redi:known"
