@@ -462,7 +462,7 @@ def _title_bags(
     for document in documents:
         stem = document.source.rsplit("/", 1)[-1].split(".", 1)[0]
         parts = [w for w in re.split(r"[\W_]+", stem) if w and w != "index"]
-        fields.append(" ".join([document.title, *parts]))
+        fields.append(" ".join([tokenize.strip_enumeration(document.title), *parts]))
     found = bags(fields, stopwords)
     numbers = np.array([vocabulary.get(w, -1) for w in found.words], dtype=np.int64)
     term = numbers[found.term]

@@ -1,15 +1,17 @@
-"""Stopwords, the Chinese↔English glossary and the ops thesaurus: data files shipped with the
-package, plus a deployment's own.
+"""Stopwords, the Chinese↔English glossary, the ops thesaurus and the discourse words: data
+files shipped with the package, plus a deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
-`glossary.txt`, `thesaurus.txt`). A deployment that indexes its own folder (`PYRAG_DOCS_DIR`)
-extends them with files in that folder's `.lexicon/` subfolder (never indexed: the engine
-skips dot-folders):
+`glossary.txt`, `thesaurus.txt`, `discourse.txt`). A deployment that indexes its own folder
+(`PYRAG_DOCS_DIR`) extends them with files in that folder's `.lexicon/` subfolder (never
+indexed: the engine skips dot-folders):
 
 * `.lexicon/stopwords.txt` — more stopwords, whitespace-separated;
 * `.lexicon/glossary.txt` — more equivalence groups, one per line;
 * `.lexicon/thesaurus.txt` — more thesaurus lines (`lay words, more lay words = technical
-  term, other term`).
+  term, other term`);
+* `.lexicon/discourse.txt` — more discourse words (a query of these alone names nothing:
+  `engine.query`), and `-word` to take a shipped one out.
 
 In every file `#` starts a comment. Stopwords are function words and fillers: a query is
 about its content words. Glossary groups say which words mean the same thing across

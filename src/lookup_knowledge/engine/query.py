@@ -119,6 +119,8 @@ class ReadQuery:
         fewer, which any page has somewhere; `137` or `504` is a code, and stays one), nor
         discourse words alone (`we have an issue in production`: they say that something is
         wrong and where, not what)."""
+        if self.wholes:  # an identifier the corpus holds as such (`ServiceDown`) names a page
+            return False
         return not any(
             c.known in (Known.KNOWN, Known.SUBSTRING) and not c.discourse and not _is_count(c.token)
             for c in self.concepts
@@ -164,6 +166,7 @@ def read_query(
     position), `held_verbatim` (whether a run of the query is log noise that some chunk
     holds as a whole run of its text) and `is_name` (whether a Latin word the corpus lacks,
     no typo of one, is a name rather than a word of the language) describe the corpus."""
+    text = tokenize.strip_enumeration(text)  # `1. Read the pool metrics`, as the index reads it
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
@@ -180,6 +183,8 @@ def read_query(
             continue
         concept = _concept(token, lexicon, held, in_text, nearest, is_name, is_word)
         if concept is not None:
+            if token.text in lexicon.discourse:
+                concept = replace(concept, discourse=True)
             concepts[token.text] = concept
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
         if held_verbatim(run) and run not in concepts:  # noise to most corpora, not to this
@@ -330,13 +335,12 @@ def _concept(
     is_word: Callable[[str], bool],
 ) -> Concept | None:
     word = token.text
-    discourse = word in lexicon.discourse
     variants = held.forms(word)
     if variants:
-        return Concept(word, variants, Known.KNOWN, discourse=discourse)
+        return Concept(word, variants, Known.KNOWN)
     if tokenize.is_cjk_word(word):
         if len(word) > 1 and in_text(word):
-            return Concept(word, (), Known.SUBSTRING, discourse=discourse)
+            return Concept(word, (), Known.SUBSTRING)
         if tokenize.is_cjk_count(word):
             return None  # `两百多个`, `十几秒`: a count, as a number is to Latin text
         if len(word) >= WORD_MIN_CHARACTERS and is_word(word):
@@ -348,7 +352,7 @@ def _concept(
     for other in inflected:  # `rebalancing` for a corpus that says `rebalances`
         variants = held.forms(other)
         if variants:
-            return Concept(word, variants, Known.KNOWN, discourse=discourse)
+            return Concept(word, variants, Known.KNOWN)
     if len(word) >= WORD_MIN_LETTERS and is_word(word):
         return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
     if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:

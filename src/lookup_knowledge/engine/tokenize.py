@@ -111,10 +111,12 @@ def strip_log_structure(text: str) -> str:
 
 
 # The ordinal that numbers a heading or a list item at the start of a line, past its indent and
-# heading marks: `### 2. Check the pool`, `1) restart it`, `3、确认超时`. Versions and addresses
-# (`1.27 升级`, `10.0.0.1 is`) have no mark and a space after their last number.
+# heading marks: `### 2. Check the pool`, `1) restart it`, `3、确认超时`, `1.确认超时` (Chinese
+# text needs no space after the mark). Versions and addresses (`1.27 升级`, `10.0.0.1 is`) have
+# no mark and a space after their last number. Read on the NFKC form (`１．`, `1.\u3000`).
 _ORDINAL = re.compile(
-    r"([ \t]*(?:#{1,6}[ \t]+)?)[0-9]{1,3}(?:\.[0-9]{1,3})*(?:[.)][ \t]+|、[ \t]*)"
+    rf"([ \t]*(?:#{{1,6}}[ \t]+)?)[0-9]{{1,3}}(?:\.[0-9]{{1,3}})*"
+    rf"(?:[.)][ \t]+|[.)](?=[{_CJK}])|、[ \t]*)"
 )
 
 
@@ -125,7 +127,10 @@ def strip_enumeration(text: str) -> str:
     text would try every digit of it."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.lstrip(" \t#")[:1].isdigit() and (match := _ORDINAL.match(line)) is not None:
+        if not line.lstrip(" \t#\u3000")[:1].isdigit():
+            continue
+        line = unicodedata.normalize("NFKC", line)  # as the tokens will read it
+        if (match := _ORDINAL.match(line)) is not None:
             lines[i] = match.group(1) + line[match.end() :]
     return "\n".join(lines)
 

@@ -167,9 +167,9 @@ def report(rows: Sequence[Row]) -> list[str]:
         )
         lines.append(
             f"  {label:<22}{len(inside):>6}"
-            f"{auc(predict(inside, *current), right):9.3f}"
-            f"{auc(predict(inside, weights, bias), right):9.3f}"
-            f"{auc(predict(inside, *loco), right):10.3f}"
+            f"{_auc_cell(predict(inside, *current), right)}"
+            f"{_auc_cell(predict(inside, weights, bias), right)}"
+            f" {_auc_cell(predict(inside, *loco), right)}"
             f"{share:>34}"
         )
     return lines + writer_report(rows)
@@ -215,8 +215,9 @@ def writer_report(rows: Sequence[Row]) -> list[str]:
 
 
 def _auc_cell(scores: np.ndarray, right: np.ndarray) -> str:
-    """The AUC, or `-` for a writer whose files hold no right top document (negatives only:
-    the log loss and Brier score still say how far below the grades stayed)."""
+    """The AUC, or `-` where it is undefined: no right top document among the rows (a writer
+    of negatives only; the log loss and Brier score still say how low its grades stayed), or
+    no wrong one."""
     value = auc(scores, right)
     return f"{'-':>9}" if math.isnan(value) else f"{value:9.3f}"
 
