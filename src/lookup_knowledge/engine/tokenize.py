@@ -16,8 +16,8 @@ Text is NFKC-normalized (full-width → half-width), then cut into runs:
   without a port, UUIDs, hexadecimal ids (`7f9c6d5b8`, `0x104020`), numbers of five or more
   digits and decimals. Short numbers stay (`137`, `429`, `504` are exit and status codes).
   The query side goes further (`engine.query`): a query token with a digit that the corpus
-  does not know is an id and weighs nothing. On the document side the ordinals that number
-  headings and list items (`### 2. Look at sessions`, `1) restart`) are no tokens.
+  does not know is an id and weighs nothing. The ordinals that number headings and list
+  items (`### 2. Look at sessions`, `1) restart`) are no tokens, in documents and queries alike.
 
 Stopwords (`engine.lexicon`) are dropped before stemming. The stemmer is Snowball's English
 stemmer (PyStemmer), applied to documents, queries and glossary entries alike, so stems only
@@ -121,10 +121,10 @@ _ORDINAL = re.compile(
 
 
 def strip_enumeration(text: str) -> str:
-    """A document's text without the ordinals that number its headings and list items
-    (document side): they say where a step stands, not what it is about, so `2` is no word of
-    the section `2. Look at sessions on the database`. Line by line: a regex over the whole
-    text would try every digit of it."""
+    """`text` without the ordinals that number its headings and list items (a document's, and
+    a query's as pasted from one): they say where a step stands, not what it is about, so `2`
+    is no word of the section `2. Look at sessions on the database`. Line by line: a regex
+    over the whole text would try every digit of it."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if not line.lstrip(" \t#\u3000")[:1].isdigit():
