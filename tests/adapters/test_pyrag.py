@@ -106,6 +106,25 @@ async def test_a_missing_document_id_is_taken_from_the_key(client: PyragClient) 
     assert (outcome.hits[0].doc_id, outcome.hits[0].chunk_index) == ("a", 2)
 
 
+@pytest.mark.parametrize(
+    ("key", "doc_id", "chunk_index"),
+    [
+        ("a#chunk-12", "a", 12),
+        ("a#chunk-1#chunk-2", "a#chunk-1", 2),  # only the last suffix is the chunk's
+        ("a#chunk-x", "a#chunk-x", None),
+        ("a#chunk-", "a#chunk-", None),
+        ("a#chunk-3\n", "a", 3),  # the suffix pattern's `$` allows one final newline
+        ("a#chunk-\u0663", "a", 3),  # a decimal digit of another script
+        ("plain-key", "plain-key", None),
+    ],
+)
+async def test_the_chunk_suffix_of_a_key_names_the_document_and_the_chunk(
+    client: PyragClient, key: str, doc_id: str, chunk_index: int | None
+) -> None:
+    outcome, _ = await search(client, pyrag_body([raw_hit(key, document_id=None)]))
+    assert (outcome.hits[0].doc_id, outcome.hits[0].chunk_index) == (doc_id, chunk_index)
+
+
 async def test_bad_hits_are_dropped_counted_and_keep_their_rank_slot(client: PyragClient) -> None:
     hits = [
         raw_hit("a#chunk-0"),

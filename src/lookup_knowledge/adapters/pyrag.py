@@ -9,7 +9,6 @@ Untrusted size is bounded here: the body is read up to `max_body_bytes` and no f
 from __future__ import annotations
 
 import asyncio
-import functools
 import math
 import re
 from collections.abc import Mapping
@@ -288,50 +287,64 @@ def to_outcome(
 def to_hit(item: Any, *, rank: int) -> KnowledgeSearchHit | None:
     """Map one raw hit; None when it has no identity or no text (dropped and counted).
 
-    A well-formed hit (non-blank strings, a finite float score) takes the plain type tests
-    only; anything else goes through the same checks as before (`_text`, `_score`).
+    A well-formed hit (a dict, non-blank strings, a finite float score, a key ending in
+    `#chunk-<digits>`) takes the plain type tests only; anything else goes through the same
+    checks as before (`_text`, `_score`, the suffix pattern). The hit is built positionally:
+    a named tuple's keyword call costs twice as much (docs/performance.md#pure-cpu).
     """
-    if not isinstance(item, dict | Mapping):
+    if type(item) is not dict and not isinstance(item, Mapping):
         return None
     get = item.get
     excerpt = get("excerpt")
-    if type(excerpt) is not str or excerpt.isspace() or not excerpt:
+    if type(excerpt) is not str or not excerpt or excerpt.isspace():
         excerpt = _text(excerpt)
     document_id = get("document_id")
-    if type(document_id) is not str or document_id.isspace() or not document_id:
+    if type(document_id) is not str or not document_id or document_id.isspace():
         document_id = _text(document_id)
     key = get("evidence_key")
-    if type(key) is not str or key.isspace() or not key:
+    if type(key) is not str or not key or key.isspace():
         key = _text(key)
     if key is None and document_id is not None:
         chunk = _index(get("chunk_index"))
         key = document_id if chunk is None else f"{document_id}#chunk-{chunk}"
     if key is None or excerpt is None:
         return None
-    # Only the last "#chunk-" can be followed by nothing but digits: search from there.
+    # Only the last "#chunk-" can be followed by nothing but digits: look from there.
+    chunk_index: int | None = None
     at = key.rfind("#chunk-")
-    match = _CHUNK_SUFFIX.search(key, at) if at >= 0 else None
+    if at >= 0:
+        digits = key[at + 7 :]
+        if digits.isdecimal():
+            chunk_index = int(digits)
+        else:  # the pattern's own reading (`$` also matches before a final newline)
+            match = _CHUNK_SUFFIX.search(key, at)
+            if match is None:
+                at = -1
+            else:
+                chunk_index = int(match.group(1))
     score = get("quality_score")
     if type(score) is not float or not math.isfinite(score):
         score = _score(score)
+    source, title, breadcrumb = get("source"), get("title"), get("breadcrumb")
     return KnowledgeSearchHit(
-        evidence_key=key,
-        doc_id=document_id or (key[: match.start()] if match else key),
-        chunk_index=int(match.group(1)) if match else None,
-        content=excerpt,
-        score=score,
-        score_label=SCORE_LABEL,
-        original_rank=rank,
-        source=_text(get("source")),
-        title=_text(get("title")),
-        breadcrumb=_text(get("breadcrumb")),
-        hit_reasons=_reasons(rank),
+        key,
+        document_id or (key[:at] if at >= 0 else key),
+        excerpt,
+        score,
+        rank,
+        chunk_index,
+        SCORE_LABEL,
+        source if type(source) is str and source and not source.isspace() else _text(source),
+        title if type(title) is str and title and not title.isspace() else _text(title),
+        breadcrumb
+        if type(breadcrumb) is str and breadcrumb and not breadcrumb.isspace()
+        else _text(breadcrumb),
+        _REASONS[rank] if rank < len(_REASONS) else (f"semantic_rank:{rank}",),
     )
 
 
-@functools.lru_cache(maxsize=256)
-def _reasons(rank: int) -> tuple[str, ...]:
-    return (f"semantic_rank:{rank}",)
+# The one reason of a hit, by rank: the same tuple for every lookup.
+_REASONS = tuple((f"semantic_rank:{rank}",) for rank in range(257))
 
 
 def _text(value: Any) -> str | None:
