@@ -418,14 +418,13 @@ def test_a_deployment_adds_discourse_words_next_to_its_docs(
 BUNDLED = KnowledgeIndex(load_documents())
 
 
-def test_a_structured_log_line_loses_its_keys_but_keeps_its_values() -> None:
+def test_a_structured_log_line_loses_its_keys_and_level_but_keeps_its_values() -> None:
     line = (
         "level=warn ts=2024-02-16T19:48:03.771Z caller=notifier.go:371 component=notifier "
         'msg="Alert notification queue full"'
     )
 
     assert words(tokenize.strip_log_structure(line)) == [
-        "warn",
         "notifi",
         "alert",
         "notif",
@@ -437,8 +436,10 @@ def test_a_structured_log_line_loses_its_keys_but_keeps_its_values() -> None:
 def test_json_log_keys_go_and_a_single_setting_stays() -> None:
     json_line = '{"level":"warn","caller":"wal/wal.go:805","msg":"slow fdatasync"}'
 
-    assert words(tokenize.strip_log_structure(json_line)) == ["warn", "slow", "fdatasync"]
+    assert words(tokenize.strip_log_structure(json_line)) == ["slow", "fdatasync"]
     assert "max.poll.records" in words(tokenize.strip_log_structure("set max.poll.records=100"))
+    # A level outside a structured line is the asker's word, and stays.
+    assert "error" in words(tokenize.strip_log_structure("level=error in the kafka logs"))
 
 
 def test_klog_headers_source_locations_and_url_hosts_are_not_read() -> None:

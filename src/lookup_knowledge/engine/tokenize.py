@@ -88,6 +88,11 @@ _SOURCE_LOCATION = re.compile(
 _URL_AUTHORITY = re.compile(r"(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s/\"'\]\)]+", re.IGNORECASE)
 _LOG_KEY = re.compile(r"(?:(?<![\w.\-])[A-Za-z_][\w.\-]*(?==\S)=)|(?:\"[A-Za-z_][\w.\-]*\"\s*:)")
 LOG_KEYS_MIN = 2  # key=value pairs that make a text a structured log line
+_LOG_LEVEL = re.compile(
+    r"(?:(?<![\w.\-])(?:level|lvl|severity)=\"?[A-Za-z]+\"?)"
+    r"|(?:\"(?:level|lvl|severity)\"\s*:\s*\"[A-Za-z]+\")",
+    re.IGNORECASE,
+)
 
 
 def strip_log_structure(text: str) -> str:
@@ -99,9 +104,11 @@ def strip_log_structure(text: str) -> str:
     (`notifier.go:371`), the scheme and host of URLs, and — in a structured line with at
     least `LOG_KEYS_MIN` `key=value` or JSON `"key":` pairs — the keys (`level=`, `ts=`,
     `caller=`, `msg=`): the logger's schema, shared by every line it writes, while the values
-    say what happened. A single `key=value` in a question is a setting and stays.
+    say what happened; but for the level's value (`level=warn`), which every line has too. A
+    single `key=value` in a question is a setting and stays.
     """
     if len(_LOG_KEY.findall(text)) >= LOG_KEYS_MIN:
+        text = _LOG_LEVEL.sub(" ", text)
         text = _LOG_KEY.sub(" ", text)
     text = _KLOG_HEADER.sub(" ", text)
     text = _SYSLOG_HEADER.sub(r" \g<program>: ", text)
