@@ -52,6 +52,31 @@ def test_an_identifier_yields_its_parts_and_its_whole() -> None:
     ]
 
 
+def test_the_plural_of_capitals_is_its_acronym_not_a_camelcase_part() -> None:
+    assert words("two PVCs and the pod IPs") == ["two", "pvc", "pod", "ip"]
+    assert words("podIPs") == ["pod", "ip", "podips"]
+    assert words("HTTPServer") == ["http", "server", "httpserver"]  # a case change still splits
+
+
+def test_a_question_about_pvcs_finds_the_page_about_the_pvc(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    index = KnowledgeIndex(
+        load_documents(
+            write_docs(
+                {
+                    "pvc.md": "# PVC stuck in Pending\n\nThe PVC waits for a StorageClass.\n",
+                    "cs.md": "# CS exam notes\n\nThe PV course and its CS credits.\n",
+                }
+            )
+        )
+    )
+
+    result = index.search("why are my PVCs pending", top_k=2)
+
+    assert result.hits[0].chunk.source == "pvc.md"
+
+
 def test_documents_get_chinese_sub_words_queries_do_not() -> None:
     assert {"连接池", "连接"} <= set(words("数据库连接池耗尽", search_mode=True))
     assert "连接" not in words("数据库连接池耗尽")

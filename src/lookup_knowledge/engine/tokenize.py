@@ -42,7 +42,10 @@ _CJK_WORD = re.compile(rf"[{_CJK}]+")
 _DIGIT = re.compile(r"\d")
 RUN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*")  # _RUNS, ungrouped
 _SEPARATORS = re.compile(r"[._\-:/]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# A case change inside a word: `podName`, `HTTPServer`; but not the plural `s` of capitals
+# (`PVCs`, `IPs`, `CRDs`), which is no word of its own.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])(?![A-Z]s(?![a-z]))")
+_CAPITALS_PLURAL = re.compile(r"[A-Z]{2,}s")
 _NOISE = re.compile(
     r"""
     \d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[t ]?\d.*)?     # dates, ISO timestamps
@@ -240,6 +243,9 @@ def compound(run: str, stopwords: frozenset[str]) -> tuple[Token, ...]:
     for part in parts:
         word = part.lower()
         if word in stopwords or is_noise(word):
+            continue
+        if _CAPITALS_PLURAL.fullmatch(part):  # `PVCs` is `pvc`, as `nodes` is `node`
+            found.append(Token(word[:-1], raw=word))
             continue
         found.append(Token(stem(word), raw=word))
     if len(parts) > 1:
