@@ -25,6 +25,7 @@ from lookup_knowledge.engine.query import Known
         ("ImagePullBackOff again: ImagePullBackOff", ["imagepullbackoff"]),
         ("kubeadm init hangs in wait-control-plane", ["wait-control-plane"]),
         ("how do I turn on --rotate-certificates", ["rotate-certificates"]),
+        ("the podIPs field and CRDsList", ["podips", "crdslist"]),  # more than a plural
     ],
 )
 def test_camel_and_snake_case_names_are_identifiers(text: str, expected: list[str]) -> None:
@@ -35,6 +36,7 @@ def test_camel_and_snake_case_names_are_identifiers(text: str, expected: list[st
     "text",
     [
         "Kafka consumer lag on HPA",  # a capitalised word, an acronym
+        "the PVCs, the pod IPs and the CRDs",  # an acronym's plural
         "the long-term store of checkout-api",  # two hyphenated words: prose, object names
         "upgrade to v1_28 of node_exporter2",  # a digit: a version, an id
         "o.h.e.j.s.SqlExceptionHelper failed",  # inside a dotted name

@@ -58,13 +58,14 @@ _EDGE_BEFORE = r"(?<![A-Za-z0-9_./:-])"
 _EDGE_AFTER = r"(?![A-Za-z0-9_/]|\.[A-Za-z0-9])"
 # snake_case (two parts or more, any case), CamelCase (a capital after a lowercase letter, or
 # a block of capitals before a capitalised word: `useEffect`, `ImagePullBackOff`,
-# `DNSPolicy`) or kebab-case of three parts or more; a plain capitalised word (`Kafka`) or an
-# acronym (`HPA`) is no identifier.
+# `DNSPolicy`) or kebab-case of three parts or more; a plain capitalised word (`Kafka`), an
+# acronym (`HPA`) or its plural (`PVCs`, `IPs`: `tokenize` reads them as the acronym) is no
+# identifier.
 _IDENTIFIER = re.compile(
     _EDGE_BEFORE
     + r"(?:[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
     + r"|[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*"
-    + r"|[A-Z]{2,}[a-z][A-Za-z0-9]*"
+    + r"|[A-Z]{2,}(?!s(?![A-Za-z0-9]))[a-z][A-Za-z0-9]*"
     + r"|[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*){2,})"
     + _EDGE_AFTER
 )
