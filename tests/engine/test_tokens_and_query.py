@@ -119,6 +119,33 @@ def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
     assert result.hits[0].level is Level.PRECISE
 
 
+def test_a_typo_is_read_against_the_words_as_written(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    index = KnowledgeIndex(
+        load_documents(
+            write_docs(
+                {
+                    "ns.md": "# Namespace stuck terminating\n\nA namespace stays Terminating.\n",
+                    "tsdb.md": "# TSDB compactions failing\n\nCompactions of blocks fail.\n",
+                    "part.md": "# Partitions\n\nEach part of the table is one file.\n",
+                }
+            )
+        )
+    )
+
+    def reading(query: str) -> dict[str, tuple[Known, tuple[str, ...]]]:
+        return {c.token: (c.known, c.variants) for c in index.read(query).concepts}
+
+    # Far from the term `termin`, one edit from the written `terminating`.
+    assert reading("namespace terminatng")["terminatng"] == (Known.TYPO, ("termin",))
+    assert reading("tsdb compactoins")["compactoin"] == (Known.TYPO, ("compact",))
+    assert index.search("namespace stuck terminatng", top_k=1).hits[0].level is Level.PRECISE
+    # A word of the language is judged by its length as typed: `parsing` (its stem `pars`,
+    # one edit from `part`) is no typo.
+    assert reading("parsing error")["pars"][0] is Known.WORD
+
+
 @pytest.mark.parametrize(
     ("word", "count"),
     [

@@ -51,10 +51,17 @@ class Bags:
         return _summed(self.unit[kept], self.term[kept], self.count[kept], self.words, count)
 
 
-def bags(texts: Sequence[str], stopwords: Collection[str], *, summed: bool = True) -> Bags:
+def bags(
+    texts: Sequence[str],
+    stopwords: Collection[str],
+    *,
+    summed: bool = True,
+    surfaces: dict[str, str] | None = None,
+) -> Bags:
     """The bags of `texts`. Unless `summed`, a (text, term) pair may come more than once (from
     several pieces of the text): `regroup` sums them, and skipping the sum here saves a sort
-    when the caller regroups anyway."""
+    when the caller regroups anyway. `surfaces`, when given, is filled with every Latin word
+    as written (lowercased) and its term: `replication` → `replic`, `disk` → `disk`."""
     frozen = frozenset(stopwords)
     run_ids: defaultdict[str, int] = defaultdict()
     run_ids.default_factory = run_ids.__len__  # a new run gets the next id
@@ -66,7 +73,7 @@ def bags(texts: Sequence[str], stopwords: Collection[str], *, summed: bool = Tru
         runs.extend(map(run_ids.__getitem__, counted))
         counts.extend(counted.values())
         sizes.append(len(counted))
-    terms_of_run = _run_terms(list(run_ids), frozen)
+    terms_of_run = _run_terms(list(run_ids), frozen, surfaces)
     vocabulary = tuple(sorted({t for terms in terms_of_run for t in terms}))
     term_id = {t: i for i, t in enumerate(vocabulary)}
     lengths = np.fromiter(map(len, terms_of_run), np.int64, len(terms_of_run))
@@ -105,26 +112,35 @@ def _summed(
     )
 
 
-def _run_terms(pieces: list[str], stopwords: frozenset[str]) -> list[tuple[str, ...]]:
+def _run_terms(
+    pieces: list[str], stopwords: frozenset[str], surfaces: dict[str, str] | None
+) -> list[tuple[str, ...]]:
     """The search-mode terms of each distinct whitespace-free piece of text."""
     runs_of = [tokenize.RUN.findall(piece) for piece in pieces]
     run_ids: dict[str, int] = {}
     for runs in runs_of:
         for run in runs:
             run_ids.setdefault(run, len(run_ids))
-    terms = _terms_of_runs(list(run_ids), stopwords)
+    terms = _terms_of_runs(list(run_ids), stopwords, surfaces)
     return [tuple(t for run in runs for t in terms[run_ids[run]]) for runs in runs_of]
 
 
-def _terms_of_runs(runs: list[str], stopwords: frozenset[str]) -> list[tuple[str, ...]]:
+def _terms_of_runs(
+    runs: list[str], stopwords: frozenset[str], surfaces: dict[str, str] | None
+) -> list[tuple[str, ...]]:
     """The search-mode terms of each distinct run; CJK runs segmented in one call."""
     out: list[tuple[str, ...]] = [()] * len(runs)
     cjk: list[int] = []
     for position, run in enumerate(runs):
         if tokenize.is_cjk_word(run):
             cjk.append(position)
-        else:
-            out[position] = tuple(t.text for t in tokenize.compound(run, stopwords))
+            continue
+        found = tokenize.compound(run, stopwords)
+        out[position] = tuple(t.text for t in found)
+        if surfaces is not None:
+            for token in found:
+                if token.raw:
+                    surfaces[token.raw] = token.text
     if cjk:
         joined = _SEPARATOR.join(runs[p] for p in cjk)
         pieces = iter(cjk)

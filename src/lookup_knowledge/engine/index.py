@@ -137,7 +137,8 @@ class KnowledgeIndex:
         # One pass over the heading paths (with tags) and the rest of each chunk's text; a
         # chunk's bag is both together.
         count = len(self._chunks)
-        both = bags([*headings, *texts], stopwords, summed=False)
+        surfaces: dict[str, str] = {}  # each Latin word as written → its term
+        both = bags([*headings, *texts], stopwords, summed=False, surfaces=surfaces)
         words = both.words
         chunk_bags = both.regroup(np.tile(np.arange(count, dtype=np.int32), 2), count)
         heading_bags = both.first(count)
@@ -160,7 +161,14 @@ class KnowledgeIndex:
             heading_texts=[tokenize.normalize(h) for h in headings],
             vocabulary=self._vocabulary,
         )
-        self._neighbours = Neighbours(words, self._chunk_postings.document_frequency.tolist())
+        frequency = self._chunk_postings.document_frequency.tolist()
+        self._neighbours = Neighbours(words, frequency)
+        # The same, among the words as written: a typo is of what was typed, not of its stem
+        # (`nothing` is far from `another`, though its stem `noth` is one edit from `anoth`).
+        self._surfaces = surfaces
+        self._surface_neighbours = Neighbours(
+            list(surfaces), [frequency[self._vocabulary[t]] for t in surfaces.values()]
+        )
         self._identifiers = CorpusIdentifiers(words)
         self._cased_names = CasedNames(_titles_and_names(self.documents))
         self._translations = Translations(
@@ -197,7 +205,7 @@ class KnowledgeIndex:
             self.lexicon,
             has_term=self._vocabulary.__contains__,
             in_text=self._in_text,
-            nearest=self._neighbours.nearest,
+            nearest=self._typo_of,
             translate=self._translations,
             respell=self._translations.respell,
             held_verbatim=self._holds_run,
@@ -421,6 +429,18 @@ class KnowledgeIndex:
     def _add(self, chunks: np.ndarray, docs: np.ndarray, term: int, factor: float) -> None:
         self._chunk_postings.add_scores(chunks, term, factor * self._chunk_postings.idf(term))
         self._doc_postings.add_scores(docs, term, factor * self._doc_postings.idf(term))
+
+    def _typo_of(self, word: str, typed: str) -> str | None:
+        """The corpus term a word the corpus lacks misspells (`engine.fuzzy`), or None. A word
+        the stemmer changed is compared as typed with the corpus's words as written; one it
+        left alone is compared as a term first, then as written (`terminatng` is far from the
+        term `termin`, one edit from `terminating`)."""
+        if typed == word:
+            found = self._neighbours.nearest(word)
+            if found is not None:
+                return found
+        written = self._surface_neighbours.nearest(typed)
+        return None if written is None else self._surfaces[written]
 
     def _unknown_name(self, word: str) -> bool:
         """Whether a lower-case Latin word is no term of the corpus and no English word (the

@@ -9,9 +9,11 @@ concept weighs depends on what the corpus knows of it:
   "memory"). A Chinese word the segmenter cut differently inside the documents is known when
   it appears verbatim in some chunk.
 * **typo** — a Latin word the corpus lacks, no English word (below), that is within one or
-  two edits of a corpus word (`engine.fuzzy`): it stands for that word, at `TYPO_FACTOR` of
-  its weight. Chinese characters the segmenter could not read as a word the corpus knows (a
-  word the corpus lacks, or two or more lone characters in a row) that differ from a corpus
+  two edits of a corpus word (`engine.fuzzy`; as typed, among the corpus's words as written,
+  when the stemmer changed it: `nothing` is no slip of `another`, though `noth` is one edit
+  from `anoth`): it stands for that word, at `TYPO_FACTOR` of its weight. Chinese
+  characters the segmenter could not read as a word the corpus knows (a word the corpus
+  lacks, or two or more lone characters in a row) that differ from a corpus
   word in one character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word,
   as a typo: an input method picks a homophone, not a neighbouring key.
 * **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0; so
@@ -24,8 +26,8 @@ concept weighs depends on what the corpus knows of it:
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
-* **word** — an unknown Latin word whose stem, of `WORD_MIN_LETTERS` letters or more, is an
-  English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or a Chinese
+* **word** — an unknown Latin word of `WORD_MIN_LETTERS` letters or more as typed, whose stem
+  is an English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or a Chinese
   word of `WORD_MIN_CHARACTERS` characters or more that is one of its headwords (`一口气`,
   `时不时`): no typo of a corpus word (`counter` is not `cluster`), and it weighs
   `WORD_FACTOR` of the rarest word's weight, less than an unknown token: it says how the
@@ -132,6 +134,7 @@ def _is_count(token: str) -> bool:
 
 
 Translate = Callable[[str], frozenset[str]]
+Nearest = Callable[[str, str], str | None]  # (stem, word as typed) → the corpus term meant
 Respell = Callable[[str, int], str | None]
 
 
@@ -153,7 +156,7 @@ def read_query(
     *,
     has_term: Callable[[str], bool],
     in_text: Callable[[str], bool],
-    nearest: Callable[[str], str | None],
+    nearest: Nearest,
     translate: Translate = no_translations,
     respell: Respell = no_respelling,
     held_verbatim: Callable[[str], bool] = no_words,
@@ -161,11 +164,12 @@ def read_query(
     is_word: Callable[[str], bool] = no_words,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
-    text), `nearest` (a typo's corpus word), `translate` (corpus words that translate a
-    word), `respell` (the corpus word a span of Chinese characters misspells at a
-    position), `held_verbatim` (whether a run of the query is log noise that some chunk
-    holds as a whole run of its text) and `is_name` (whether a Latin word the corpus lacks,
-    no typo of one, is a name rather than a word of the language) describe the corpus."""
+    text), `nearest` (a typo's corpus word, from its stem and the word as typed),
+    `translate` (corpus words that translate a word), `respell` (the corpus word a span of
+    Chinese characters misspells at a position), `held_verbatim` (whether a run of the query
+    is log noise that some chunk holds as a whole run of its text) and `is_name` (whether a
+    Latin word the corpus lacks, no typo of one, is a name rather than a word of the
+    language) describe the corpus."""
     text = tokenize.strip_enumeration(text)  # `1. Read the pool metrics`, as the index reads it
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
@@ -330,7 +334,7 @@ def _concept(
     lexicon: Lexicon,
     held: _Held,
     in_text: Callable[[str], bool],
-    nearest: Callable[[str], str | None],
+    nearest: Nearest,
     is_name: Callable[[str], bool],
     is_word: Callable[[str], bool],
 ) -> Concept | None:
@@ -353,11 +357,11 @@ def _concept(
         variants = held.forms(other)
         if variants:
             return Concept(word, variants, Known.KNOWN)
-    if len(word) >= WORD_MIN_LETTERS and is_word(word):
+    if len(token.raw or word) >= WORD_MIN_LETTERS and is_word(word):
         return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
     if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:
         return None  # `becuase`, `shoud`: a stopword, misspelt; no name the corpus lacks
-    corrected = nearest(word)
+    corrected = nearest(word, token.raw or word)
     if corrected is not None:
         forms = tuple(sorted(v for v in lexicon.variants(corrected) if held.has_term(v)))
         return Concept(word, forms or (corrected,), Known.TYPO)
