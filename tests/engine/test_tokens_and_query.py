@@ -144,6 +144,7 @@ def test_a_typo_is_read_against_the_words_as_written(
     # A word of the language is judged by its length as typed: `parsing` (its stem `pars`,
     # one edit from `part`) is no typo.
     assert reading("parsing error")["pars"][0] is Known.WORD
+    assert reading("pods sitting there")["sit"][0] is Known.WORD  # a stem of three letters
 
 
 @pytest.mark.parametrize(

@@ -189,11 +189,12 @@ class Translations:
 
     def is_word(self, word: str) -> bool:
         """Whether a query word is a word of the dictionary: a Latin one (stemmed) an English
-        word of its definitions, a Chinese one one of its headwords."""
+        word of its definitions, a Chinese one one of its headwords. The caller decides how
+        long a word must be (`engine.query`): a stem may be short (`sit` of `sitting`)."""
         if tokenize.is_cjk_word(word):
             self.wait()
             return word in _dictionary()
-        if len(word) < NAME_MIN_LETTERS or not word.isalpha():
+        if not word.isalpha():
             return False
         self.wait()
         return word in english_stems()
