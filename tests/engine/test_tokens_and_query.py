@@ -61,16 +61,13 @@ def test_the_plural_of_capitals_is_its_acronym_not_a_camelcase_part() -> None:
 def test_a_question_about_pvcs_finds_the_page_about_the_pvc(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:
-    index = KnowledgeIndex(
-        load_documents(
-            write_docs(
-                {
-                    "pvc.md": "# PVC stuck in Pending\n\nThe PVC waits for a StorageClass.\n",
-                    "cs.md": "# CS exam notes\n\nThe PV course and its CS credits.\n",
-                }
-            )
-        )
+    docs = write_docs(
+        {
+            "pvc.md": "# PVC stuck in Pending\n\nThe PVC waits for a StorageClass.\n",
+            "cs.md": "# CS exam notes\n\nThe PV course and its CS credits.\n",
+        }
     )
+    index = KnowledgeIndex(load_documents(docs))
 
     result = index.search("why are my PVCs pending", top_k=2)
 
@@ -122,17 +119,14 @@ def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
 def test_a_typo_is_read_against_the_words_as_written(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:
-    index = KnowledgeIndex(
-        load_documents(
-            write_docs(
-                {
-                    "ns.md": "# Namespace stuck terminating\n\nA namespace stays Terminating.\n",
-                    "tsdb.md": "# TSDB compactions failing\n\nCompactions of blocks fail.\n",
-                    "part.md": "# Partitions\n\nEach part of the table is one file.\n",
-                }
-            )
-        )
+    docs = write_docs(
+        {
+            "ns.md": "# Namespace stuck terminating\n\nA namespace stays Terminating.\n",
+            "tsdb.md": "# TSDB compactions failing\n\nCompactions of blocks fail.\n",
+            "part.md": "# Partitions\n\nEach part of the table is one file.\n",
+        }
     )
+    index = KnowledgeIndex(load_documents(docs))
 
     def reading(query: str) -> dict[str, tuple[Known, tuple[str, ...]]]:
         return {c.token: (c.known, c.variants) for c in index.read(query).concepts}
