@@ -539,7 +539,7 @@ def _counted(text: str) -> Counter[str]:
     )
 )
 def test_batched_bags_count_exactly_the_tokens_of_each_text(texts: list[str]) -> None:
-    counted = bags(texts, LEXICON.stopwords)
+    counted = bags(texts, LEXICON.stopwords, words=())  # no inner compounds: the tokens alone
 
     for number, text in enumerate(texts):
         mine = counted.unit == number
@@ -550,6 +550,62 @@ def test_batched_bags_count_exactly_the_tokens_of_each_text(texts: list[str]) ->
             }
         )
         assert got == _counted(text)
+
+
+def test_an_identifier_holds_the_compounds_inside_it() -> None:
+    inner = tokenize.inner_compounds("KubeDaemonSetMisScheduled")
+
+    assert {"daemonset", "misschedul", "kubedaemonset"} <= set(inner)
+    assert tokenize.inner_compounds("CrashLooping") == ("crashloop",)
+    assert tokenize.inner_compounds("daemonset") == ()  # one word: nothing inside it
+    assert tokenize.inner_compounds("I/O") == ()  # a join of letters is no word
+    assert tokenize.inner_compounds("apps/v1beta1") == ()  # nor one across a version
+
+
+def test_bags_keep_the_inner_compounds_the_corpus_writes_as_words() -> None:
+    texts = ["KubeDaemonSetMisScheduled fires", "the daemonset pods"]
+
+    counted = bags(texts, LEXICON.stopwords)
+    first = {counted.words[t] for u, t in zip(counted.unit, counted.term, strict=True) if u == 0}
+
+    assert "daemonset" in first  # some text says `daemonset`: the name holds it
+    assert "setmis" not in counted.words  # no text says `setmis`: no term
+    alone = bags(texts[:1], LEXICON.stopwords)
+    assert "daemonset" not in alone.words  # a corpus that never writes it has no such term
+    told = bags(texts[:1], LEXICON.stopwords, words={"daemonset"})
+    assert "daemonset" in told.words  # the corpus's words, when given, decide
+
+
+def test_a_question_finds_the_compound_inside_a_page_name(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "KubeDaemonSetMisScheduled.md": (
+                "# KubeDaemonSetMisScheduled\n\n## Meaning\n\nPods run on the wrong nodes.\n"
+            ),
+            "notes.md": "# Notes\n\nA daemonset runs one pod on each node.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    for question in ("daemonset pods on the wrong nodes", "daemon set pods on the wrong nodes"):
+        hits = index.search(question, top_k=2).hits
+        assert hits[0].chunk.source == "KubeDaemonSetMisScheduled.md", question
+        assert hits[0].quality_score >= 0.75, question
+    joined = index.read("daemon set pods")
+    assert "daemonset" in joined.wholes and "daemonset" in joined.joined
+
+
+def test_two_words_joined_make_no_question_of_their_own(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs({"a.md": "# Notes\n\nThe setup of the daemonset.\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    # `set up` is the corpus's `setup`, but says nothing of its own: a stopword query still
+    # has no candidates, as it had before the join.
+    assert index.search("set up", top_k=1).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
 
 
 def test_bags_regrouped_by_document_sum_their_chunks() -> None:

@@ -12,8 +12,10 @@ counted in three vectorized passes:
    one batched call to the segmenter;
 3. numpy expands (text, piece, count) into (text, term, count) and sums duplicates.
 
-The result is the same bag of terms `tokenize.tokens(text, stopwords, search_mode=True)`
-gives each text, with terms numbered in sorted order.
+The result is the bag of terms `tokenize.tokens(text, stopwords, search_mode=True)` gives
+each text, with terms numbered in sorted order, plus the compounds an identifier holds inside
+it that the corpus also writes as words of their own (`tokenize.inner_compounds`: the
+`daemonset` of `KubeDaemonSetMisScheduled`, when some text says `daemonset`).
 """
 
 from __future__ import annotations
@@ -57,11 +59,14 @@ def bags(
     *,
     summed: bool = True,
     surfaces: dict[str, str] | None = None,
+    words: Collection[str] | None = None,
 ) -> Bags:
     """The bags of `texts`. Unless `summed`, a (text, term) pair may come more than once (from
     several pieces of the text): `regroup` sums them, and skipping the sum here saves a sort
     when the caller regroups anyway. `surfaces`, when given, is filled with every Latin word
-    as written (lowercased) and its term: `replication` → `replic`, `disk` → `disk`."""
+    as written (lowercased) and its term: `replication` → `replic`, `disk` → `disk`.
+    `words`: the corpus's words, which an identifier's inner compounds must be among to be
+    kept; by default the words of `texts` themselves."""
     frozen = frozenset(stopwords)
     run_ids: defaultdict[str, int] = defaultdict()
     run_ids.default_factory = run_ids.__len__  # a new run gets the next id
@@ -73,7 +78,7 @@ def bags(
         runs.extend(map(run_ids.__getitem__, counted))
         counts.extend(counted.values())
         sizes.append(len(counted))
-    terms_of_run = _run_terms(list(run_ids), frozen, surfaces)
+    terms_of_run = _run_terms(list(run_ids), frozen, surfaces, words)
     vocabulary = tuple(sorted({t for terms in terms_of_run for t in terms}))
     term_id = {t: i for i, t in enumerate(vocabulary)}
     lengths = np.fromiter(map(len, terms_of_run), np.int64, len(terms_of_run))
@@ -113,7 +118,10 @@ def _summed(
 
 
 def _run_terms(
-    pieces: list[str], stopwords: frozenset[str], surfaces: dict[str, str] | None
+    pieces: list[str],
+    stopwords: frozenset[str],
+    surfaces: dict[str, str] | None,
+    words: Collection[str] | None,
 ) -> list[tuple[str, ...]]:
     """The search-mode terms of each distinct whitespace-free piece of text."""
     runs_of = [tokenize.RUN.findall(piece) for piece in pieces]
@@ -122,6 +130,7 @@ def _run_terms(
         for run in runs:
             run_ids.setdefault(run, len(run_ids))
     terms = _terms_of_runs(list(run_ids), stopwords, surfaces)
+    _add_inner_compounds(list(run_ids), terms, words)
     return [tuple(t for run in runs for t in terms[run_ids[run]]) for runs in runs_of]
 
 
@@ -153,3 +162,20 @@ def _terms_of_runs(
                 current.append(word)
         out[next(pieces)] = tuple(current)
     return out
+
+
+def _add_inner_compounds(
+    runs: list[str], terms: list[tuple[str, ...]], words: Collection[str] | None
+) -> None:
+    """Each identifier's inner compounds (`tokenize.inner_compounds`) that are words of the
+    corpus, added to its run's terms: only a compound some text writes as a word of its own
+    (`daemonset`), never a join no one writes (`setmis`), which would only dilute the
+    heading's weight."""
+    held = words if words is not None else {t for found in terms for t in found}
+    for position, run in enumerate(runs):
+        if len(terms[position]) < 3:  # no parts and a whole: no identifier
+            continue
+        own = terms[position]
+        extra = tuple(c for c in tokenize.inner_compounds(run) if c in held and c not in own)
+        if extra:
+            terms[position] = own + extra

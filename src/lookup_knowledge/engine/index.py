@@ -216,7 +216,8 @@ class KnowledgeIndex:
         near, absent = self._look_up_identifiers(query, (*read.wholes, *extra))
         if not (extra or near or absent):
             return read
-        return ReadQuery((*read.concepts, *absent), (*read.wholes, *extra, *near))
+        wholes = (*read.wholes, *extra, *near)
+        return ReadQuery((*read.concepts, *absent), wholes, read.joined)
 
     def _look_up_identifiers(
         self, query: str, wholes: Sequence[str]
@@ -483,7 +484,7 @@ def _title_bags(
         stem = document.source.rsplit("/", 1)[-1].split(".", 1)[0]
         parts = [w for w in re.split(r"[\W_]+", stem) if w and w != "index"]
         fields.append(" ".join([tokenize.strip_enumeration(document.title), *parts]))
-    found = bags(fields, stopwords)
+    found = bags(fields, stopwords, words=vocabulary)
     numbers = np.array([vocabulary.get(w, -1) for w in found.words], dtype=np.int64)
     term = numbers[found.term]
     kept = term >= 0

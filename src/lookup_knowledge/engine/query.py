@@ -65,6 +65,8 @@ nothing a page is about and has no candidates either (`ReadQuery.empty`).
 from __future__ import annotations
 
 import functools
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -108,6 +110,7 @@ class Concept:
 class ReadQuery:
     concepts: tuple[Concept, ...]
     wholes: tuple[str, ...]  # whole identifiers the corpus holds
+    joined: tuple[str, ...] = ()  # those of `wholes` that are two words joined (`daemon set`)
 
     @property
     def bridges(self) -> tuple[str, ...]:
@@ -121,8 +124,8 @@ class ReadQuery:
         fewer, which any page has somewhere; `137` or `504` is a code, and stays one), nor
         discourse words alone (`we have an issue in production`: they say that something is
         wrong and where, not what)."""
-        if self.wholes:  # an identifier the corpus holds as such (`ServiceDown`) names a page
-            return False
+        if set(self.wholes) - set(self.joined):
+            return False  # an identifier the corpus holds as such (`ServiceDown`) names a page
         return not any(
             c.known in (Known.KNOWN, Known.SUBSTRING) and not c.discourse and not _is_count(c.token)
             for c in self.concepts
@@ -190,6 +193,10 @@ def read_query(
             if token.text in lexicon.discourse:
                 concept = replace(concept, discourse=True)
             concepts[token.text] = concept
+    joined = []
+    for pair in _joined_words(text):
+        if has_term(pair) and pair not in wholes and pair not in concepts:
+            joined.append(pair)  # `crash loop`, `kube api`: the corpus's `crashloop`
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
         if held_verbatim(run) and run not in concepts:  # noise to most corpora, not to this
             concepts[run] = Concept(run, (), Known.SUBSTRING)
@@ -200,7 +207,22 @@ def read_query(
     if lexicon.bridges:
         sequence = [t.text for t in read if not t.whole]
         _bridge(concepts, sequence, tokenize.normalize(text), lexicon, has_term)
-    return ReadQuery(tuple(concepts.values()), tuple(wholes))
+    return ReadQuery(tuple(concepts.values()), (*wholes, *joined), tuple(joined))
+
+
+# Two plain words in a row (lower case, capitalized or all capitals; no identifier).
+_PLAIN = r"(?:[A-Z]+|[A-Za-z][a-z]*)"
+_WORD_PAIR = re.compile(rf"(?<![\w.\-:/])({_PLAIN})\s+(?=({_PLAIN})(?![\w.\-:/]))")
+
+
+def _joined_words(text: str) -> list[str]:
+    """Each pair of neighbouring English words of the query written as one word, stemmed
+    (`daemon set` → `daemonset`, `crash looping` → `crashloop`, `start up` → `startup`): a
+    compound the corpus may write joined, or hold inside an identifier
+    (`tokenize.inner_compounds`). Words of an identifier (`ServiceMonitors`, `kube-proxy`)
+    are no pair: their whole is read already."""
+    plain = unicodedata.normalize("NFKC", text)
+    return [tokenize.stem((m.group(1) + m.group(2)).lower()) for m in _WORD_PAIR.finditer(plain)]
 
 
 def _respellings(

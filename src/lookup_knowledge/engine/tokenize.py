@@ -253,6 +253,33 @@ def compound(run: str, stopwords: frozenset[str]) -> tuple[Token, ...]:
     return tuple(found)
 
 
+INNER_MAX_PARTS = 8  # an identifier of more parts is a path or a class name: its parts say it
+INNER_MIN_LETTERS = 5  # a shorter join is a unit or an abbreviation (`M/s`, `DDoS`), no word
+
+
+@functools.lru_cache(maxsize=65536)
+def inner_compounds(run: str) -> tuple[str, ...]:
+    """The compounds a Latin identifier holds inside it, each written as one word: every run
+    of two or more of its alphabetic parts, joined and stemmed (`KubeDaemonSetMisScheduled`
+    → `daemonset`, `misschedul`, `setmis`, …; `CrashLooping` → `crashloop`; `node-exporter`
+    → `nodeexport`). These are candidates only: the index keeps those the corpus also writes
+    as words of their own (`engine.bags`), so that a question's `daemonset` or `crashlooping`
+    finds the page whose name says `DaemonSet` or `CrashLooping`
+    (docs/retrieval.md#tokens)."""
+    parts = [p.lower() for piece in _SEPARATORS.split(run) for p in _CAMEL.split(piece) if p]
+    if not 2 <= len(parts) <= INNER_MAX_PARTS:
+        return ()
+    found: dict[str, None] = {}
+    for start in range(len(parts) - 1):
+        for end in range(start + 2, len(parts) + 1):
+            joined = "".join(parts[start:end])
+            if not joined.isalpha() or len(parts[end - 1]) < 2:
+                break  # a part with a digit (`v1`), or a letter (`I/O`): no word runs across it
+            if len(joined) >= INNER_MIN_LETTERS:
+                found[stem(joined)] = None
+    return tuple(found)
+
+
 def dictionary_words(word: str, stopwords: Collection[str]) -> list[str]:
     """A CJK query word re-read with jieba's dictionary alone (no HMM), stopwords dropped.
 
