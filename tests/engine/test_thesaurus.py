@@ -38,6 +38,16 @@ def test_the_shipped_thesaurus_parses_and_every_expression_can_match() -> None:
     assert "termin" in chinese["删不掉"]  # terminating, stemmed
 
 
+@pytest.mark.parametrize(
+    "topic", [("rule", "evalu"), ("record", "rule"), ("notif", "queue"), ("disk", "space")]
+)
+def test_a_topic_alone_is_no_lay_expression_of_a_symptom(topic: tuple[str, ...]) -> None:
+    # `rule evaluation` names what a question is about, not what went wrong with it: as a
+    # bridge to `missing` it ranked the missed-evaluations page over the rule-failures one
+    # for `rule evaluation failures`.
+    assert all(b.words != topic for b in LEXICON.bridges)
+
+
 def test_several_words_that_read_as_one_are_unusable(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:
