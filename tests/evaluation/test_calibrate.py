@@ -20,6 +20,7 @@ from lookup_knowledge.evaluation.calibrate import (
     fit,
     log_loss,
     predict,
+    reliability_report,
     report,
     rows_for,
     training,
@@ -27,6 +28,25 @@ from lookup_knowledge.evaluation.calibrate import (
     writer_report,
 )
 from lookup_knowledge.evaluation.devset import load_dev_corpora
+
+
+def test_the_reliability_report_gives_each_band_its_share_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scoring, "WEIGHTS", (1.0,))  # one feature: grade = sigmoid(feature)
+    monkeypatch.setattr(scoring, "BIAS", 0.0)
+    rows = [
+        Row("a set", (0.1,), False),
+        Row("a set", (0.45,), True),
+        Row("a set", (0.45,), False),
+        Row("a set", None, False),  # no candidate: no grade, not counted
+    ]
+
+    lines = reliability_report(rows)
+
+    # sigmoid(0.1) = 0.52, sigmoid(0.45) = 0.61: two bands, of one case and of two
+    assert lines[-2].split() == ["[0.50,", "0.60)", "1", "0.00"]
+    assert lines[-1].split() == ["[0.60,", "0.75)", "2", "0.50"]
 
 
 def test_the_fit_recovers_the_coefficients_that_generated_the_outcomes() -> None:

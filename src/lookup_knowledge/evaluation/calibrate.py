@@ -37,6 +37,7 @@ from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.evaluation.cases import load_golden_cases
 from lookup_knowledge.evaluation.devset import load_dev_corpora
 from lookup_knowledge.evaluation.locations import Paths, find_root
+from lookup_knowledge.evaluation.metrics import TopHit, score_bins
 
 RIDGE = 0.01  # L2 penalty on the weights (not the bias): keeps the fit stable on small sets
 
@@ -172,7 +173,7 @@ def report(rows: Sequence[Row]) -> list[str]:
             f" {_auc_cell(predict(inside, *loco), right)}"
             f"{share:>34}"
         )
-    return lines + writer_report(rows)
+    return lines + writer_report(rows) + reliability_report(rows)
 
 
 def log_loss(scores: np.ndarray, right: np.ndarray) -> float:
@@ -211,6 +212,29 @@ def writer_report(rows: Sequence[Row]) -> list[str]:
             f"{brier(before, right):9.3f}{brier(after, right):9.3f}"
             f"{_auc_cell(before, right)}{_auc_cell(after, right)}"
         )
+    return lines
+
+
+RELIABILITY_EDGES = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0)
+
+
+def reliability_report(rows: Sequence[Row]) -> list[str]:
+    """Per set, with the current constants: how often a top hit graded in each band is right
+    (cases with no candidate at all left out: they have no grade). A calibrated grade is
+    right about as often as its band says, on every set."""
+    current = (np.asarray(scoring.WEIGHTS), scoring.BIAS)
+    lines = ["", "reliability of the current constants: top hits by grade band, share right"]
+    for label in dict.fromkeys(r.label for r in rows):
+        graded = [r for r in rows if r.label == label and r.features is not None]
+        hits = [
+            TopHit(label, float(score), None, r.right)
+            for r, score in zip(graded, predict(graded, *current), strict=True)
+        ]
+        lines.append(f"  {label}")
+        for band in score_bins(hits, RELIABILITY_EDGES):
+            cases = band.correct + band.incorrect
+            where = f"[{band.low:.2f}, {band.high:.2f})" if band.high is not None else "1.00"
+            lines.append(f"    {where:<13}{cases:>5}{band.correct / cases:>7.2f}")
     return lines
 
 

@@ -158,9 +158,13 @@ def suggest_threshold(top_hits: Sequence[TopHit], target: float) -> Suggestion:
     return Suggestion(target, None, best[2], best[1])
 
 
-def score_bins(top_hits: Sequence[TopHit]) -> tuple[ScoreBin, ...]:
+def score_bins(
+    top_hits: Sequence[TopHit], edges: Sequence[float] = BIN_EDGES
+) -> tuple[ScoreBin, ...]:
+    """The hits by score band (`edges` ascending, ending at 1.0; a last band holds exactly
+    1.0), the empty bands left out."""
     bins: list[ScoreBin] = []
-    for low, high in itertools.pairwise(BIN_EDGES):
+    for low, high in itertools.pairwise(edges):
         inside = [t for t in top_hits if low <= t.score < high]
         bins.append(_bin(low, high, inside))
     bins.append(_bin(1.0, None, [t for t in top_hits if t.score >= 1.0]))
