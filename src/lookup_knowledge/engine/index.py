@@ -54,7 +54,6 @@ from lookup_knowledge.engine.markdown import Chunk, Document
 from lookup_knowledge.engine.ngrams import ChunkBigrams
 from lookup_knowledge.engine.postings import Postings, idf, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
-from lookup_knowledge.engine.redirects import redirects
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +120,7 @@ class KnowledgeIndex:
         chunk_doc: list[int] = []
         texts: list[str] = []
         headings: list[str] = []
-        # A page that only points to another page of the corpus is left out: that page
-        # answers in its place (`engine.redirects`).
-        self.redirects = redirects(self.documents)
         for number, document in enumerate(self.documents):
-            if number in self.redirects:
-                continue
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
                 # A heading's or a list item's ordinal (`2. Check …`) is no word of the chunk.
