@@ -195,7 +195,7 @@ def read_query(
             concepts[token.text] = concept
     joined = []
     for pair in _joined_words(text):
-        if has_term(pair) and pair not in wholes and pair not in concepts:
+        if has_term(pair) and pair not in wholes and pair not in concepts and pair not in joined:
             joined.append(pair)  # `crash loop`, `kube api`: the corpus's `crashloop`
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
         if held_verbatim(run) and run not in concepts:  # noise to most corpora, not to this

@@ -27,6 +27,7 @@ have to be consistent, not words.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator
@@ -259,9 +260,9 @@ INNER_MIN_LETTERS = 5  # a shorter join is a unit or an abbreviation (`M/s`, `DD
 
 @functools.lru_cache(maxsize=65536)
 def inner_compounds(run: str) -> tuple[str, ...]:
-    """The compounds a Latin identifier holds inside it, each written as one word: every run
-    of two or more of its alphabetic parts, joined and stemmed (`KubeDaemonSetMisScheduled`
-    → `daemonset`, `misschedul`, `setmis`, …; `CrashLooping` → `crashloop`; `node-exporter`
+    """The compounds a Latin identifier holds inside it, each written as one word: every two
+    neighbouring alphabetic parts, joined and stemmed (`KubeDaemonSetMisScheduled` →
+    `daemonset`, `misschedul`, `setmis`, …; `CrashLooping` → `crashloop`; `node-exporter`
     → `nodeexport`). These are candidates only: the index keeps those the corpus also writes
     as words of their own (`engine.bags`), so that a question's `daemonset` or `crashlooping`
     finds the page whose name says `DaemonSet` or `CrashLooping`
@@ -270,13 +271,12 @@ def inner_compounds(run: str) -> tuple[str, ...]:
     if not 2 <= len(parts) <= INNER_MAX_PARTS:
         return ()
     found: dict[str, None] = {}
-    for start in range(len(parts) - 1):
-        for end in range(start + 2, len(parts) + 1):
-            joined = "".join(parts[start:end])
-            if not joined.isalpha() or len(parts[end - 1]) < 2:
-                break  # a part with a digit (`v1`), or a letter (`I/O`): no word runs across it
-            if len(joined) >= INNER_MIN_LETTERS:
-                found[stem(joined)] = None
+    for first, second in itertools.pairwise(parts):  # two parts: linear in the identifier
+        joined = first + second
+        if not joined.isalpha() or len(first) < 2 or len(second) < 2:
+            continue  # a part with a digit (`v1`), or a letter (`I/O`): no word runs across it
+        if len(joined) >= INNER_MIN_LETTERS:
+            found[stem(joined)] = None
     return tuple(found)
 
 
