@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup_knowledge.engine import tokenize
+from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.bags import Bags, bags
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.fuzzy import Neighbours, damerau_levenshtein
@@ -597,6 +597,45 @@ def test_a_question_finds_the_compound_inside_a_page_name(
     joined = index.read("daemon set pods")
     assert "daemonset" in joined.wholes and "daemonset" in joined.joined
     assert index.read("daemon set pods, daemon set").wholes.count("daemonset") == 1
+
+
+def test_a_page_name_asked_names_the_compounds_inside_it(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    pages = {
+        "KubeDaemonSetMisScheduled.md": (
+            "# KubeDaemonSetMisScheduled\n\n## Meaning\n\nPods run on the wrong nodes.\n"
+        ),
+    }
+    alone = KnowledgeIndex(load_documents(write_docs(pages)))
+    notes = {"notes.md": "# Notes\n\nA daemonset runs one pod on each node.\n"}
+    told = KnowledgeIndex(load_documents(write_docs({**pages, **notes})))
+    coverage = scoring.FEATURES.index("heading_coverage")
+
+    def name_coverage(index: KnowledgeIndex) -> float:
+        graded = index.grade("KubeDaemonSetMisScheduled")
+        assert not isinstance(graded, NoEvidenceBasis)
+        first = int(graded.order[0])
+        assert index.chunk(int(graded.candidates[first])).source == "KubeDaemonSetMisScheduled.md"
+        return float(graded.features[first][coverage])
+
+    assert "daemonset" in told.read("KubeDaemonSetMisScheduled").joined
+    assert "daemonset" not in alone.read("KubeDaemonSetMisScheduled").joined
+    # The title's bag holds `daemonset` once the corpus writes it; the name asked holds it
+    # too, so the name still covers its own title as fully as where no page says it.
+    assert name_coverage(told) == pytest.approx(name_coverage(alone), abs=0.02)
+
+
+def test_two_words_joined_end_at_a_sentence_not_inside_a_name(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs({"a.md": "# Notes\n\nThe daemonset runs everywhere.\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert "daemonset" in index.read("pods of the daemon set.").joined
+    assert "daemonset" in index.read("daemon set: pods pending").joined
+    assert "daemonset" not in index.read("daemon set.name").joined  # inside an identifier
+    assert "daemonset" not in index.read("the daemon. Set it").joined  # two sentences
 
 
 def test_two_words_joined_make_no_question_of_their_own(

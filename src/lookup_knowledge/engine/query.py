@@ -194,7 +194,7 @@ def read_query(
                 concept = replace(concept, discourse=True)
             concepts[token.text] = concept
     joined = []
-    for pair in _joined_words(text):
+    for pair in (*_joined_words(text), *_inner_compounds(text)):
         if has_term(pair) and pair not in wholes and pair not in concepts and pair not in joined:
             joined.append(pair)  # `crash loop`, `kube api`: the corpus's `crashloop`
     for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
@@ -210,9 +210,12 @@ def read_query(
     return ReadQuery(tuple(concepts.values()), (*wholes, *joined), tuple(joined))
 
 
-# Two plain words in a row (lower case, capitalized or all capitals; no identifier).
+# Two plain words in a row (lower case, capitalized or all capitals; no identifier). A word
+# ends at a space, at the end, or at a `.` or `:` that ends a sentence or a clause (`not
+# ready.`), never at one inside an identifier (`max.poll`, `ready:true`).
 _PLAIN = r"(?:[A-Z]+|[A-Za-z][a-z]*)"
-_WORD_PAIR = re.compile(rf"(?<![\w.\-:/])({_PLAIN})\s+(?=({_PLAIN})(?![\w.\-:/]))")
+_END = r"(?![\w\-/]|[.:][\w\-/])"
+_WORD_PAIR = re.compile(rf"(?<![\w.\-:/])({_PLAIN})\s+(?=({_PLAIN}){_END})")
 
 
 def _joined_words(text: str) -> list[str]:
@@ -222,7 +225,21 @@ def _joined_words(text: str) -> list[str]:
     (`tokenize.inner_compounds`). Words of an identifier (`ServiceMonitors`, `kube-proxy`)
     are no pair: their whole is read already."""
     plain = unicodedata.normalize("NFKC", text)
-    return [tokenize.stem((m.group(1) + m.group(2)).lower()) for m in _WORD_PAIR.finditer(plain)]
+    found: dict[str, None] = {}
+    for match in _WORD_PAIR.finditer(plain):
+        joined = (match.group(1) + match.group(2)).lower()
+        found[tokenize.stem(joined)] = None
+    return list(found)
+
+
+def _inner_compounds(text: str) -> list[str]:
+    """The compounds inside the query's identifiers (`tokenize.inner_compounds`), as the
+    index adds them to its texts: a page's name `KubeDaemonSetMisScheduled` holds
+    `daemonset`, so the same name asked holds it too, and names all of its title."""
+    found: dict[str, None] = {}
+    for run in tokenize.RUN.findall(unicodedata.normalize("NFKC", text)):
+        found.update(dict.fromkeys(tokenize.inner_compounds(run)))
+    return list(found)
 
 
 def _respellings(
