@@ -120,9 +120,14 @@ class KnowledgeIndex:
         chunk_doc: list[int] = []
         texts: list[str] = []
         headings: list[str] = []
+        placeholders = 0
         for number, document in enumerate(self.documents):
             tags = ", ".join(document.tags)
             for chunk in document.chunks:
+                # A section yet to be written (`TODO`) is no evidence (`engine.placeholders`).
+                if self.lexicon.placeholders.match(chunk.content):
+                    placeholders += 1
+                    continue
                 # A heading's or a list item's ordinal (`2. Check …`) is no word of the chunk.
                 texts.append(tokenize.strip_enumeration(f"{chunk.title}\n{chunk.content}"))
                 path = " > ".join(map(tokenize.strip_enumeration, chunk.breadcrumb.split(" > ")))
@@ -130,7 +135,13 @@ class KnowledgeIndex:
                 self._chunks.append(chunk)
                 chunk_doc.append(number)
         if not self._chunks:
+            if placeholders:
+                raise ValueError(
+                    f"cannot build an index: all {placeholders} chunks are placeholders"
+                    " (`TODO` and the like: engine/data/placeholders.txt)"
+                )
             raise ValueError("cannot build an index without chunks")
+        self.placeholder_count = placeholders
         self._chunk_doc = np.array(chunk_doc, dtype=np.int32)
         self._lengths = np.array([len(c.content) for c in self._chunks], dtype=np.int32)
         stopwords = self.lexicon.stopwords
@@ -189,7 +200,12 @@ class KnowledgeIndex:
             for run in tokenize.noise_runs(text):
                 noise.setdefault(run, []).append(position)
         self._noise_runs = {r: np.array(c, dtype=np.int64) for r, c in noise.items()}
-        logger.info("indexed %d documents, %d chunks", len(self.documents), len(self._chunks))
+        logger.info(
+            "indexed %d documents, %d chunks (%d placeholder chunks left out)",
+            len(self.documents),
+            len(self._chunks),
+            placeholders,
+        )
 
     @property
     def chunk_count(self) -> int:

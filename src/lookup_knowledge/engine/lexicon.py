@@ -1,17 +1,19 @@
-"""Stopwords, the Chinese↔English glossary, the ops thesaurus and the discourse words: data
-files shipped with the package, plus a deployment's own.
+"""Stopwords, the Chinese↔English glossary, the ops thesaurus, the discourse words and the
+placeholders: data files shipped with the package, plus a deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
-`glossary.txt`, `thesaurus.txt`, `discourse.txt`). A deployment that indexes its own folder
-(`PYRAG_DOCS_DIR`) extends them with files in that folder's `.lexicon/` subfolder (never
-indexed: the engine skips dot-folders):
+`glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`). A deployment that
+indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that folder's
+`.lexicon/` subfolder (never indexed: the engine skips dot-folders):
 
 * `.lexicon/stopwords.txt` — more stopwords, whitespace-separated;
 * `.lexicon/glossary.txt` — more equivalence groups, one per line;
 * `.lexicon/thesaurus.txt` — more thesaurus lines (`lay words, more lay words = technical
   term, other term`);
 * `.lexicon/discourse.txt` — more discourse words (a query of these alone names nothing:
-  `engine.query`), and `-word` to take a shipped one out.
+  `engine.query`), and `-word` to take a shipped one out;
+* `.lexicon/placeholders.txt` — more placeholder phrases, one per line (a chunk that says
+  only one of these, `TODO`, is not indexed: `engine.placeholders`).
 
 In every file `#` starts a comment. Stopwords are function words and fillers: a query is
 about its content words. Glossary groups say which words mean the same thing across
@@ -41,12 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lookup_knowledge.engine import fuzzy, tokenize
+from lookup_knowledge.engine.placeholders import Placeholders
 
 LEXICON_DIR = ".lexicon"
 STOPWORD_FILES = ("stopwords-en.txt", "stopwords-zh.txt")
 GLOSSARY_FILE = "glossary.txt"
 THESAURUS_FILE = "thesaurus.txt"
 DISCOURSE_FILE = "discourse.txt"
+PLACEHOLDERS_FILE = "placeholders.txt"
 DEPLOYMENT_STOPWORDS = "stopwords.txt"
 GAP = 2  # other tokens a query may put between the words of a lay expression
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
@@ -109,6 +113,9 @@ class Lexicon:
     # Query tokens that say what is around a question's subject, never the subject (a query of
     # these alone names nothing: `engine.query`); data/discourse.txt.
     discourse: frozenset[str] = frozenset()
+    # What a section yet to be written says (`TODO`): such a chunk is not indexed
+    # (`engine.placeholders`); data/placeholders.txt.
+    placeholders: Placeholders = field(default_factory=Placeholders)
     # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
     # by their first word and the Chinese ones, with their positions by first character
     # (what `said` looks through).
@@ -146,6 +153,7 @@ class Lexicon:
         glossary_text = [_read_shipped(GLOSSARY_FILE)]
         thesaurus_text = [_read_shipped(THESAURUS_FILE)]
         discourse_text = [_read_shipped(DISCOURSE_FILE)]
+        placeholder_text = [_read_shipped(PLACEHOLDERS_FILE)]
         sources: list[str] = []
         if docs_dir is not None:
             extra = Path(docs_dir) / LEXICON_DIR
@@ -154,6 +162,7 @@ class Lexicon:
                 (GLOSSARY_FILE, glossary_text),
                 (THESAURUS_FILE, thesaurus_text),
                 (DISCOURSE_FILE, discourse_text),
+                (PLACEHOLDERS_FILE, placeholder_text),
             ):
                 path = extra / name
                 if path.is_file():
@@ -173,7 +182,18 @@ class Lexicon:
                     bridges.extend(found)
                     unusable.extend(bad)
         discourse = _discourse(discourse_text, stopwords)
-        return cls(stopwords, groups, tuple(bridges), tuple(unusable), tuple(sources), discourse)
+        placeholders = Placeholders.of_lines(
+            line for text in placeholder_text for line in text.splitlines()
+        )
+        return cls(
+            stopwords,
+            groups,
+            tuple(bridges),
+            tuple(unusable),
+            tuple(sources),
+            discourse,
+            placeholders,
+        )
 
     def _build_table(self) -> dict[str, frozenset[str]]:
         table: dict[str, set[str]] = {}
