@@ -166,6 +166,31 @@ def test_long_paragraph_is_split_between_sentences() -> None:
     )
 
 
+def test_a_long_list_is_split_between_its_items() -> None:
+    intro = "The rule has several variants, each with its own threshold and scope."
+    items = [
+        f"- `Variant_{i}` - the error rate of traffic to a specific\n  namespace {i} exceeds"
+        " its threshold"
+        for i in range(12)
+    ]
+    doc = _doc(f"# T\n\n{intro}\n\n" + "\n".join(items) + "\n", max_chars=400)
+
+    assert len(doc.chunks) > 2 and all(len(c.content) <= 400 for c in doc.chunks)
+    listed = [c.content.split("\n\n")[-1] for c in doc.chunks if "Variant_" in c.content]
+    # Every chunk of the list starts at an item and holds whole items: no item, nor the name
+    # inside it, is cut (the list is one paragraph and has no sentence end to split at).
+    assert all(c.startswith("- `Variant_") for c in listed)
+    assert "\n".join(listed) == "\n".join(items)
+
+
+def test_a_sentence_longer_than_a_chunk_is_cut_at_a_space() -> None:
+    words = [f"word{i:03d}" for i in range(200)]  # 1600 characters and no sentence end
+    doc = _doc("# T\n\n" + " ".join(words) + "\n", max_chars=300)
+
+    assert len(doc.chunks) > 1 and all(len(c.content) <= 300 for c in doc.chunks)
+    assert [w for c in doc.chunks for w in c.content.split()] == words  # no word broken
+
+
 def test_pieces_of_a_split_section_are_of_similar_size() -> None:
     text = "\n\n".join("x" * 90 for _ in range(11))  # 1010 chars: too long for one chunk
     doc = _doc(f"# T\n\n{text}\n", max_chars=800)

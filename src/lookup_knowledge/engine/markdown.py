@@ -4,7 +4,8 @@ A file is split at its ATX headings (`#` .. `######`, never inside a fenced code
 Each heading section becomes one or more chunks whose `breadcrumb` is the heading path
 `Title > Section > Subsection`; the first `# H1` is the title (else front matter `title`,
 else the file name). A section longer than `max_chars` is split on paragraph boundaries,
-then sentence boundaries, and only as a last resort mid-sentence; a fenced code block stays
+then (a list or a table) between its items, then sentence boundaries, and only as a last
+resort mid-sentence, at a space when there is one; a fenced code block stays
 whole when it fits and is otherwise split by lines, each piece re-fenced.
 
 Ids are stable because citations outlive the process: `document_id` is a slug of the
@@ -27,7 +28,7 @@ from pathlib import PurePosixPath
 DEFAULT_MAX_CHUNK_CHARS = 800
 # Part of every document id: bump it when a change to the chunking rules would put different
 # text under an existing `document_id#chunk-n`, so old citations cannot point at new text.
-CHUNKING_VERSION = 1
+CHUNKING_VERSION = 2  # 2: a long list split between its items, a cut at a space
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -35,6 +36,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _MARKER_LINE = re.compile(r"^ {0,3}(?:#|`{3}|~{3}).*$", re.MULTILINE)
 # A sentence ends at CJK end punctuation, or at Latin end punctuation followed by a space.
 _SENTENCE = re.compile(r".*?(?:[。！？；]+|[.!?;]+(?=\s)|$)\s*", re.DOTALL)
+# A line that starts a list item (`- `, `* `, `+ `, `1. `, `2) `) or a table row (`|`).
+_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]|^ {0,3}\|")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +238,25 @@ def _bound(section: str, max_chars: int) -> list[str]:
         elif _FENCE.match(block):
             units.extend(_split_code(block, max_chars))
         else:
-            units.extend(_split_prose(block, max_chars))
+            units.extend(_split_items(block, max_chars))
     return _pack(units, max_chars, "\n\n")
+
+
+def _split_items(block: str, max_chars: int) -> list[str]:
+    """A long list or table between its items (an item with its continuation lines), each
+    item too long for a chunk between its sentences; other prose between its sentences."""
+    items: list[list[str]] = []
+    for line in block.split("\n"):
+        if _ITEM.match(line) or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    if len(items) < 2:
+        return _split_prose(block, max_chars)
+    units: list[str] = []
+    for item in ("\n".join(lines) for lines in items):
+        units.extend([item] if len(item) <= max_chars else _split_prose(item, max_chars))
+    return _pack(units, max_chars, "\n")
 
 
 def _split_prose(paragraph: str, max_chars: int) -> list[str]:
@@ -258,7 +278,17 @@ def _split_code(block: str, max_chars: int) -> list[str]:
 
 
 def _cut(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
+    """Pieces of at most `size`, each ending at the last space or line break that leaves it
+    more than half full (never inside a word when a space allows), else cut at `size`."""
+    pieces: list[str] = []
+    while len(text) > size:
+        end = max(text.rfind(" ", 0, size + 1), text.rfind("\n", 0, size + 1))
+        end = end if end > size // 2 else size
+        pieces.append(text[:end])
+        text = text[end:]
+    if text:
+        pieces.append(text)
+    return pieces
 
 
 def _pack(units: list[str], max_chars: int, joiner: str) -> list[str]:
