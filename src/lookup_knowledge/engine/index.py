@@ -54,6 +54,7 @@ from lookup_knowledge.engine.markdown import Chunk, Document
 from lookup_knowledge.engine.ngrams import ChunkBigrams
 from lookup_knowledge.engine.postings import Postings, idf, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
+from lookup_knowledge.engine.redirects import redirects
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +122,14 @@ class KnowledgeIndex:
         texts: list[str] = []
         headings: list[str] = []
         placeholders = 0
+        # A page that only points to another page of the corpus is not indexed: that page
+        # answers in its place, under the stub's name too when it differs (`engine.redirects`).
+        self.redirects = redirects(self.documents, self._has_text)
+        aliases = self.redirects.aliases(self.documents)
         for number, document in enumerate(self.documents):
-            tags = ", ".join(document.tags)
+            if number in self.redirects.targets:
+                continue
+            tags = ", ".join((*document.tags, *aliases.get(number, ())))
             for chunk in document.chunks:
                 # A section yet to be written (`TODO`) is no evidence (`engine.placeholders`).
                 if self.lexicon.placeholders.match(chunk.content):
@@ -158,7 +165,7 @@ class KnowledgeIndex:
         self._doc_postings = Postings(chunk_bags.regroup(self._chunk_doc, len(self.documents)))
         # Each document's title field; its weight is the sum of its terms' IDF over the chunks.
         self._title_postings = Postings(
-            _title_bags(self.documents, words, self._vocabulary, stopwords)
+            _title_bags(self.documents, aliases, words, self._vocabulary, stopwords)
         )
         self._title_weight = self._title_postings.unit_sums(
             idf_of_all(self._chunk_postings.document_frequency, count)
@@ -181,7 +188,7 @@ class KnowledgeIndex:
             list(surfaces), [frequency[self._vocabulary[t]] for t in surfaces.values()]
         )
         self._identifiers = CorpusIdentifiers(words)
-        self._cased_names = CasedNames(_titles_and_names(self.documents))
+        self._cased_names = CasedNames(_titles_and_names(self.documents, aliases))
         self._translations = Translations(
             (w for w in words if tokenize.is_cjk_word(w)),
             self._vocabulary.__contains__,
@@ -206,6 +213,10 @@ class KnowledgeIndex:
             len(self._chunks),
             placeholders,
         )
+
+    def _has_text(self, document: Document) -> bool:
+        """Whether a document has a chunk to index: one that is no placeholder."""
+        return any(not self.lexicon.placeholders.match(c.content) for c in document.chunks)
 
     @property
     def chunk_count(self) -> int:
@@ -487,6 +498,7 @@ class KnowledgeIndex:
 
 def _title_bags(
     documents: Sequence[Document],
+    aliases: Mapping[int, Sequence[str]],
     words: tuple[str, ...],
     vocabulary: Mapping[str, int],
     stopwords: Collection[str],
@@ -496,10 +508,11 @@ def _title_bags(
     English whatever its language; terms numbered as in `vocabulary`, the index of `words`
     (a term the chunks do not hold can never be named and is left out)."""
     fields = []
-    for document in documents:
+    for number, document in enumerate(documents):
         stem = document.source.rsplit("/", 1)[-1].split(".", 1)[0]
         parts = [w for w in re.split(r"[\W_]+", stem) if w and w != "index"]
-        fields.append(" ".join([tokenize.strip_enumeration(document.title), *parts]))
+        names = [document.title, *aliases.get(number, ())]  # a renamed page's old name too
+        fields.append(" ".join([*map(tokenize.strip_enumeration, names), *parts]))
     found = bags(fields, stopwords, words=vocabulary)
     numbers = np.array([vocabulary.get(w, -1) for w in found.words], dtype=np.int64)
     term = numbers[found.term]
@@ -509,11 +522,14 @@ def _title_bags(
     )
 
 
-def _titles_and_names(documents: Sequence[Document]) -> Iterator[str]:
-    """Each document's title and file name (`kubernetes/KubePodCrashLooping.md` →
-    `KubePodCrashLooping`), the names its page is about."""
-    for document in documents:
+def _titles_and_names(
+    documents: Sequence[Document], aliases: Mapping[int, Sequence[str]]
+) -> Iterator[str]:
+    """Each document's title, old names and file name (`kubernetes/KubePodCrashLooping.md`
+    → `KubePodCrashLooping`), the names its page is about."""
+    for number, document in enumerate(documents):
         yield document.title
+        yield from aliases.get(number, ())
         yield document.source.rsplit("/", 1)[-1].removesuffix(".md")
 
 

@@ -1,0 +1,109 @@
+"""A page that only says where its text went gives way to that page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine.index import KnowledgeIndex
+
+RUNBOOK = (
+    "# KubeAPIDown\n\n## Meaning\n\nThe kube-apiserver has disappeared from Prometheus target"
+    " discovery.\n\n## Diagnosis\n\nCheck the apiserver pods and their logs on every control"
+    " plane node.\n"
+)
+MOVED = "https://github.com/openshift/runbooks/blob/master/alerts/apiserver/KubeAPIDown.md"
+
+
+def _stubs(index: KnowledgeIndex) -> dict[str, str]:
+    docs = index.documents
+    return {docs[stub].source: docs[to].source for stub, to in index.redirects.targets.items()}
+
+
+def test_a_moved_page_answers_in_place_of_its_stub(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "apiserver/KubeAPIDown.md": RUNBOOK,
+            # A URL of the corpus's own repository: its folder and file name are a page's.
+            "monitoring/KubeAPIDown.md": (
+                f"# KubeAPIDown\n\nThis alert has been moved to [alerts/apiserver/KubeAPIDown.md]"
+                f"({MOVED})\n"
+            ),
+            "old/api-down.md": (
+                "# KubeAPIDown\n\nMoved, see [the runbook](../apiserver/KubeAPIDown.md).\n"
+            ),
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert _stubs(index) == {
+        "monitoring/KubeAPIDown.md": "apiserver/KubeAPIDown.md",
+        "old/api-down.md": "apiserver/KubeAPIDown.md",
+    }
+    for question in ("KubeAPIDown", "kube api down"):
+        hits = index.search(question, top_k=5).hits
+        assert {h.chunk.source for h in hits} == {"apiserver/KubeAPIDown.md"}, question
+
+
+def test_a_renamed_page_keeps_its_old_name(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "apiserver/KubeAPIDown.md": RUNBOOK,
+            "KubeAPIServerUnreachable.md": (
+                "# KubeAPIServerUnreachable\n\nRenamed: [KubeAPIDown](apiserver/KubeAPIDown.md)\n"
+            ),
+            "notes.md": "# Notes\n\nThe scheduler and the controller manager run beside it.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("KubeAPIServerUnreachable", top_k=3).hits
+    assert hits and hits[0].chunk.source == "apiserver/KubeAPIDown.md"
+    assert hits[0].quality_score >= 0.75
+
+
+def test_pages_that_are_no_redirect_to_the_corpus_stay(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "apiserver/KubeAPIDown.md": RUNBOOK,
+            # A link out of the corpus: the best the corpus has on its topic.
+            "PrometheusOutOfOrderTimestamps.md": (
+                "# PrometheusOutOfOrderTimestamps\n\nMore information in"
+                " [blog](https://www.robustperception.io/debugging-out-of-order-samples)\n"
+            ),
+            # Another site's page that ends like a page of the corpus, under another name.
+            "ApiserverNotes.md": (
+                "# Apiserver notes\n\nSee [the upstream page](https://example.org/docs/apiserver/"
+                "KubeAPIDown.md).\n"
+            ),
+            # A Chinese page with one link says more than a dozen words.
+            "zh/apiserver.md": (
+                "# apiserver 不可用\n\n先检查控制面节点上的 apiserver 进程是否存活，再看它的日志里"
+                "有没有证书过期或者 etcd 连接失败的报错，最后确认负载均衡的健康检查配置。"
+                "[runbook](../apiserver/KubeAPIDown.md)\n"
+            ),
+            # Stubs pointing at each other: neither answers for the other.
+            "a/Loop.md": "# Loop\n\nMoved to [b](../b/Loop.md).\n",
+            "b/Loop.md": "# Loop\n\nMoved to [a](../a/Loop.md).\n",
+            # A stub whose target is a placeholder: the stub is all there is.
+            "Pending.md": "# Pending\n\nSee [the new page](Later.md).\n",
+            "Later.md": "# Later\n\nTODO\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert _stubs(index) == {}
+
+
+def test_a_corpus_without_stubs_is_indexed_as_ever() -> None:
+    index = KnowledgeIndex(load_documents())
+
+    assert index.redirects.targets == {}
+    assert index.chunk_count == sum(len(d.chunks) for d in index.documents)
