@@ -638,6 +638,23 @@ def test_two_words_joined_end_at_a_sentence_not_inside_a_name(
     assert "daemonset" not in index.read("the daemon. Set it").joined  # two sentences
 
 
+def test_a_slip_is_of_a_word_the_corpus_writes_not_of_its_stem(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "dns.md": "# Cluster DNS\n\nThe kubedns pods answer every lookup of the cluster.\n",
+            "disk.md": "# Disk full\n\nThe disk of the node is full.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    known = {c.token: c.known for c in index.read("kubeadm dsik").concepts}
+
+    # `kubeadm` is two edits from the term `kubedn`, but three from `kubedns`, as written.
+    assert known["kubeadm"] is not Known.TYPO
+    assert known["dsik"] is Known.TYPO  # one edit from `disk`, as written
+
+
 def test_two_words_joined_make_no_question_of_their_own(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:

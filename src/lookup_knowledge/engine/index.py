@@ -39,8 +39,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from lookup_knowledge.engine import fuzzy, scoring, tokenize
 from lookup_knowledge.engine import query as query_reading
-from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.acronyms import CorpusAcronyms
 from lookup_knowledge.engine.bags import Bags, bags
 from lookup_knowledge.engine.bilingual import Translations
@@ -184,6 +184,9 @@ class KnowledgeIndex:
         # The same, among the words as written: a typo is of what was typed, not of its stem
         # (`nothing` is far from `another`, though its stem `noth` is one edit from `anoth`).
         self._surfaces = surfaces
+        self._written: dict[str, list[str]] = {}  # each term → its words as written
+        for surface, term in surfaces.items():
+            self._written.setdefault(term, []).append(surface)
         self._surface_neighbours = Neighbours(
             list(surfaces), [frequency[self._vocabulary[t]] for t in surfaces.values()]
         )
@@ -461,14 +464,25 @@ class KnowledgeIndex:
     def _typo_of(self, word: str, typed: str) -> str | None:
         """The corpus term a word the corpus lacks misspells (`engine.fuzzy`), or None. A word
         the stemmer changed is compared as typed with the corpus's words as written; one it
-        left alone is compared as a term first, then as written (`terminatng` is far from the
-        term `termin`, one edit from `terminating`)."""
+        left alone is compared as a term first (a term the corpus also writes near it:
+        `_slip_of`), then as written (`terminatng` is far from the term `termin`, one edit
+        from `terminating`)."""
         if typed == word:
             found = self._neighbours.nearest(word)
-            if found is not None:
+            if found is not None and self._slip_of(typed, found):
                 return found
         written = self._surface_neighbours.nearest(typed)
         return None if written is None else self._surfaces[written]
+
+    def _slip_of(self, typed: str, term: str) -> bool:
+        """Whether a word as typed is a slip of one of the ways the corpus writes `term` (a
+        term the corpus writes in no Latin word of its own, it is taken at its word): the
+        term `kubedn` of `kubedns` is two edits from `kubeadm`, the word three."""
+        written = self._written.get(term)
+        if not written:
+            return True
+        limit = fuzzy.max_distance(typed)
+        return any(fuzzy.damerau_levenshtein(typed, w, limit) <= limit for w in written)
 
     def _unknown_name(self, word: str) -> bool:
         """Whether a lower-case Latin word is no term of the corpus and no English word (the
