@@ -290,6 +290,17 @@ def test_no_query_crashes_the_engine(query: str) -> None:
         assert result.no_evidence_basis is not None
 
 
+@pytest.mark.parametrize("query", ["sI 00", "sI", "aB cD"])
+def test_a_query_of_whole_names_alone_is_graded_a_number(query: str) -> None:
+    # `sI` is a name the corpus holds whole (`si`), with no word to weigh: the shares of an
+    # empty scope were NaN, and a NaN grade was returned as evidence.
+    graded = BUNDLED.grade(query)
+    assert isinstance(graded, NoEvidenceBasis) or not np.isnan(graded.quality).any()
+    result = BUNDLED.search(query, top_k=5)
+    assert all(0.0 <= h.quality_score <= 1.0 for h in result.hits)
+    assert result.hits or result.no_evidence_basis is not None
+
+
 def test_a_query_of_stopwords_and_noise_only_has_no_candidates() -> None:
     result = BUNDLED.search("how do I ... 2024-06-12 10:41:07 怎么办 0xdeadbeef", top_k=5)
 

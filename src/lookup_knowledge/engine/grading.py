@@ -75,6 +75,10 @@ class Grader:
         document's rival in the margin (default `ranks`)."""
         factor = scoring.BRIDGE_FACTOR
         scope = scoring.scope_weight(weights.tolist())
+        # A query of whole identifiers and no weighed concept (`sI 00`: `si` held whole, `00`
+        # noise) covers nothing and names no heading through its words: shares of nothing
+        # are 0, not NaN.
+        per = 1.0 / scope if scope > 0 else 0.0
         candidates = candidates.astype(np.int32)  # the postings' dtype (`Postings.holds`)
         docs = self._chunk_doc[candidates]
         covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
@@ -132,9 +136,9 @@ class Grader:
         heading_weight = self._heading_weight[candidates]
         best_other = self._best_other(docs, ranks if rivals is None else rivals)
         return scoring.features(
-            support=np.minimum(covered / scope, 1.0) - heaviest / scope,
+            support=np.minimum(covered * per, 1.0) - heaviest * per,
             margin=scoring.margin(ranks, best_other),
-            heading=in_heading / scope,
+            heading=in_heading * per,
             heading_coverage=np.divide(
                 heading_named,
                 heading_weight,

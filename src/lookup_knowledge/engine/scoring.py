@@ -102,9 +102,11 @@ def features(
 
 
 def quality(matrix: np.ndarray) -> np.ndarray:
-    """The calibrated probability of each row of `features`, four decimals."""
+    """The calibrated probability of each row of `features`, four decimals; a row that is
+    not a number anywhere (a feature no input should give) is graded 0, never above a
+    threshold."""
     logit = matrix @ np.asarray(WEIGHTS) + BIAS
-    probability: np.ndarray = np.round(1.0 / (1.0 + np.exp(-logit)), 4)
+    probability: np.ndarray = np.nan_to_num(np.round(1.0 / (1.0 + np.exp(-logit)), 4), nan=0.0)
     return probability
 
 
