@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex
+from lookup_knowledge.engine.lexicon import Lexicon
 
 RUNBOOK = (
     "# KubeAPIDown\n\n## Meaning\n\nThe kube-apiserver has disappeared from Prometheus target"
@@ -100,6 +101,89 @@ def test_pages_that_are_no_redirect_to_the_corpus_stay(
     index = KnowledgeIndex(load_documents(docs))
 
     assert _stubs(index) == {}
+
+
+def test_every_way_of_writing_the_one_link_is_read(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "node/NodeRAIDDegraded.md": (
+                "# NodeRAIDDegraded\n\nA disk of the array failed; replace it and rebuild.\n"
+            ),
+            # A Hugo cross-reference inside the link (prometheus-runbooks' NodeRAIDDiskFailure).
+            "node/NodeRAIDDiskFailure.md": (
+                "# NodeRAIDDiskFailure\n\n"
+                'See [Node RAID Degraded]({{< ref "./NodeRAIDDegraded.md" >}})\n'
+            ),
+            "dns docs/CoreDNSDown.md": "# CoreDNSDown\n\nCoreDNS pods are not ready on any node.\n",
+            "old/CoreDNSDown.md": (
+                "# CoreDNSDown\n\nMoved to [here](<../dns docs/CoreDNSDown.md>).\n"
+            ),
+            "apiserver/KubeAPIDown.md": RUNBOOK,
+            # A reference-style link, its definition on a line of its own.
+            "ref/KubeAPIDown.md": (
+                "# KubeAPIDown\n\nThis runbook now lives [here][new].\n\n"
+                "[new]: ../apiserver/KubeAPIDown.md\n"
+            ),
+            # A bare URL that ends a sentence, the corpus one folder deeper than the URL says.
+            "deep/apiserver/KubeAggregatedAPIErrors.md": (
+                "# KubeAggregatedAPIErrors\n\nThe aggregated API returns errors.\n"
+            ),
+            "moved/KubeAggregatedAPIErrors.md": (
+                "# KubeAggregatedAPIErrors\n\nMoved to https://github.com/o/r/blob/main/alerts/"
+                "apiserver/KubeAggregatedAPIErrors.md.\n"
+            ),
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert _stubs(index) == {
+        "node/NodeRAIDDiskFailure.md": "node/NodeRAIDDegraded.md",
+        "old/CoreDNSDown.md": "dns docs/CoreDNSDown.md",
+        "ref/KubeAPIDown.md": "apiserver/KubeAPIDown.md",
+        "moved/KubeAggregatedAPIErrors.md": "deep/apiserver/KubeAggregatedAPIErrors.md",
+    }
+    hits = index.search("NodeRAIDDiskFailure", top_k=3).hits
+    assert hits and hits[0].chunk.source == "node/NodeRAIDDegraded.md"
+
+
+def test_a_short_page_with_words_of_its_own_or_a_folder_page_is_no_stub(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "kubelet-logs.md": "# Kubelet logs\n\nRead them with journalctl -u kubelet.\n",
+            "restart-kubelet.md": (
+                "# Restart kubelet\n\nRun `systemctl restart kubelet` on the node. See also"
+                " [kubelet logs](kubelet-logs.md).\n"
+            ),
+            "net/_index.md": "# Networking\n\n- [DNS](../kubelet-logs.md)\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    assert _stubs(index) == {}
+    hits = index.search("restart kubelet systemctl", top_k=3).hits
+    assert hits and hits[0].chunk.source == "restart-kubelet.md"
+
+
+def test_a_deployment_adds_its_own_pointer_words(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "apiserver/KubeAPIDown.md": RUNBOOK,
+            "old/KubeAPIDown.md": (
+                "# KubeAPIDown\n\nDéplacé vers [la page](../apiserver/KubeAPIDown.md).\n"
+            ),
+            ".lexicon/pointers.txt": "déplacé vers la\n",
+        }
+    )
+
+    assert _stubs(KnowledgeIndex(load_documents(docs))) == {}
+    told = KnowledgeIndex(load_documents(docs), Lexicon.load(docs))
+    assert _stubs(told) == {"old/KubeAPIDown.md": "apiserver/KubeAPIDown.md"}
 
 
 def test_a_corpus_without_stubs_is_indexed_as_ever() -> None:

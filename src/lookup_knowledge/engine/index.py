@@ -124,7 +124,7 @@ class KnowledgeIndex:
         placeholders = 0
         # A page that only points to another page of the corpus is not indexed: that page
         # answers in its place, under the stub's name too when it differs (`engine.redirects`).
-        self.redirects = redirects(self.documents, self._has_text)
+        self.redirects = redirects(self.documents, self._has_text, self.lexicon.pointers)
         aliases = self.redirects.aliases(self.documents)
         for number, document in enumerate(self.documents):
             if number in self.redirects.targets:

@@ -2,7 +2,8 @@
 placeholders: data files shipped with the package, plus a deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
-`glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`). A deployment that
+`glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`, `pointers.txt`). A
+deployment that
 indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that folder's
 `.lexicon/` subfolder (never indexed: the engine skips dot-folders):
 
@@ -13,7 +14,9 @@ indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that folder
 * `.lexicon/discourse.txt` — more discourse words (a query of these alone names nothing:
   `engine.query`), and `-word` to take a shipped one out;
 * `.lexicon/placeholders.txt` — more placeholder phrases, one per line (a chunk that says
-  only one of these, `TODO`, is not indexed: `engine.placeholders`).
+  only one of these, `TODO`, is not indexed: `engine.placeholders`);
+* `.lexicon/pointers.txt` — more pointer words, whitespace-separated (a page whose words
+  besides its one link are all of these only points elsewhere: `engine.redirects`).
 
 In every file `#` starts a comment. Stopwords are function words and fillers: a query is
 about its content words. Glossary groups say which words mean the same thing across
@@ -51,6 +54,7 @@ GLOSSARY_FILE = "glossary.txt"
 THESAURUS_FILE = "thesaurus.txt"
 DISCOURSE_FILE = "discourse.txt"
 PLACEHOLDERS_FILE = "placeholders.txt"
+POINTERS_FILE = "pointers.txt"
 DEPLOYMENT_STOPWORDS = "stopwords.txt"
 GAP = 2  # other tokens a query may put between the words of a lay expression
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
@@ -116,6 +120,9 @@ class Lexicon:
     # What a section yet to be written says (`TODO`): such a chunk is not indexed
     # (`engine.placeholders`); data/placeholders.txt.
     placeholders: Placeholders = field(default_factory=Placeholders)
+    # What a page that only points elsewhere says around its link (`moved`, `see`, `已迁移`):
+    # `engine.redirects`; data/pointers.txt.
+    pointers: frozenset[str] = frozenset()
     # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
     # by their first word and the Chinese ones, with their positions by first character
     # (what `said` looks through).
@@ -154,6 +161,7 @@ class Lexicon:
         thesaurus_text = [_read_shipped(THESAURUS_FILE)]
         discourse_text = [_read_shipped(DISCOURSE_FILE)]
         placeholder_text = [_read_shipped(PLACEHOLDERS_FILE)]
+        pointer_text = [_read_shipped(POINTERS_FILE)]
         sources: list[str] = []
         if docs_dir is not None:
             extra = Path(docs_dir) / LEXICON_DIR
@@ -163,6 +171,7 @@ class Lexicon:
                 (THESAURUS_FILE, thesaurus_text),
                 (DISCOURSE_FILE, discourse_text),
                 (PLACEHOLDERS_FILE, placeholder_text),
+                (POINTERS_FILE, pointer_text),
             ):
                 path = extra / name
                 if path.is_file():
@@ -185,6 +194,9 @@ class Lexicon:
         placeholders = Placeholders.of_lines(
             line for text in placeholder_text for line in text.splitlines()
         )
+        pointers = frozenset(
+            w.casefold() for text in pointer_text for row in _lines(text) for w in row
+        )
         return cls(
             stopwords,
             groups,
@@ -193,6 +205,7 @@ class Lexicon:
             tuple(sources),
             discourse,
             placeholders,
+            pointers,
         )
 
     def _build_table(self) -> dict[str, frozenset[str]]:
