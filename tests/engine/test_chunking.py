@@ -183,6 +183,44 @@ def test_a_long_list_is_split_between_its_items() -> None:
     assert "\n".join(listed) == "\n".join(items)
 
 
+def test_a_sub_item_stays_with_its_item() -> None:
+    items = [
+        "\n".join(
+            [
+                f"- Check pod template parameters such as number {i}:",
+                *(f"  - sub-item {j} of item {i}, a rule no node satisfies" for j in range(i % 4)),
+            ]
+        )
+        for i in range(10)
+    ]
+    text = "# T\n\n## Diagnosis\n\n" + "\n".join(items) + "\n"
+    for max_chars in (220, 250, 300, 400):  # each item fits (the longest is 201)
+        doc = _doc(text, max_chars=max_chars)
+
+        assert len(doc.chunks) > 1
+        assert all(c.content.startswith("- Check pod template") for c in doc.chunks), max_chars
+        assert "\n".join(c.content for c in doc.chunks) == "\n".join(items)
+
+
+def test_a_long_table_is_split_between_its_rows() -> None:
+    rows = ["| metric | meaning |", "|---|---|"] + [
+        f"| `metric_{i}_total` | what the {i}th counter counts |" for i in range(14)
+    ]
+    doc = _doc("# T\n\n" + "\n".join(rows) + "\n", max_chars=200)
+
+    assert len(doc.chunks) > 1 and all(len(c.content) <= 200 for c in doc.chunks)
+    assert all(line.startswith("|") for c in doc.chunks for line in c.content.split("\n"))
+    assert "\n".join(c.content for c in doc.chunks) == "\n".join(rows)
+
+
+def test_a_cut_at_a_space_leaves_no_sliver() -> None:
+    # The only space is near the start: cutting there would leave a piece of two letters.
+    doc = _doc("# T\n\nab " + "x" * 500 + "\n", max_chars=200)
+
+    assert all(len(c.content) > 100 for c in doc.chunks[:-1])
+    assert "".join(c.content for c in doc.chunks).replace(" ", "") == "ab" + "x" * 500
+
+
 def test_a_sentence_longer_than_a_chunk_is_cut_at_a_space() -> None:
     words = [f"word{i:03d}" for i in range(200)]  # 1600 characters and no sentence end
     doc = _doc("# T\n\n" + " ".join(words) + "\n", max_chars=300)

@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 DEFAULT_MAX_CHUNK_CHARS = 800
 # Part of every document id: bump it when a change to the chunking rules would put different
 # text under an existing `document_id#chunk-n`, so old citations cannot point at new text.
-CHUNKING_VERSION = 2  # 2: a long list split between its items, a cut at a space
+CHUNKING_VERSION = 3  # 2: a long list split between its items, a cut at a space; 3: sub-items kept
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -246,11 +246,16 @@ def _split_items(block: str, max_chars: int) -> list[str]:
     """A long list or table between its items (an item with its continuation lines), each
     item too long for a chunk between its sentences; other prose between its sentences."""
     items: list[list[str]] = []
+    indent: int | None = None  # the first item's: a deeper one is a sub-item of its item
     for line in block.split("\n"):
-        if _ITEM.match(line) or not items:
+        depth = len(line) - len(line.lstrip(" \t"))
+        if _ITEM.match(line) and (indent is None or depth <= indent):
+            indent = depth if indent is None else indent
             items.append([line])
-        else:
+        elif items:
             items[-1].append(line)
+        else:
+            items.append([line])
     if len(items) < 2:
         return _split_prose(block, max_chars)
     units: list[str] = []
@@ -281,13 +286,15 @@ def _cut(text: str, size: int) -> list[str]:
     """Pieces of at most `size`, each ending at the last space or line break that leaves it
     more than half full (never inside a word when a space allows), else cut at `size`."""
     pieces: list[str] = []
-    while len(text) > size:
-        end = max(text.rfind(" ", 0, size + 1), text.rfind("\n", 0, size + 1))
-        end = end if end > size // 2 else size
-        pieces.append(text[:end])
-        text = text[end:]
-    if text:
-        pieces.append(text)
+    start = 0
+    while len(text) - start > size:
+        limit = start + size
+        end = max(text.rfind(" ", start, limit + 1), text.rfind("\n", start, limit + 1))
+        end = end if end > start + size // 2 else limit
+        pieces.append(text[start:end])
+        start = end
+    if start < len(text):
+        pieces.append(text[start:])
     return pieces
 
 
