@@ -39,6 +39,9 @@ def test_a_section_yet_to_be_written_is_a_placeholder(text: str) -> None:
         "todos are tracked in the team's board",  # a word that starts like a phrase
         "TODO 1. Check the kubelet logs. 2. Restart the kubelet.",  # a note that says something
         "暂无法连接数据库",  # `暂无` is not a word of it
+        "暂无。可先扩容节点",  # the note says what to do
+        "暂无，业务无影响。",  # `none, no impact` is an answer
+        "TODO add the steps",  # a note too long to be only a reminder
         "Clock not synchronising.",
         'See {{< relref "kubelet.md" >}} for the kubelet\'s flags.',
         "137",

@@ -11,7 +11,8 @@ as evidence, in a slot a real chunk could have had. The index leaves these chunk
 A chunk is a placeholder when its text, with template shortcodes, template tags, HTML
 comments and every mark that is not a letter or a digit taken out, is empty, or is one of the
 placeholder phrases (`data/placeholders.txt` and a deployment's own), alone or followed by a
-note of at most `NOTE_MAX_CHARS` characters (`TODO 优化`, `TODO: fill in`).
+note of at most `NOTE_MAX_CHARS` characters, a Chinese character counting as three (`TODO
+优化`, `TODO: fill in`; not `暂无。可先扩容节点`, which says what to do).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 NOTE_MAX_CHARS = 12  # `TODO: fill in`, `TODO 优化`; a longer note says something
 _TEMPLATE = re.compile(r"\{\{[%<].*?[%>]\}\}|\{%.*?%\}|<!--.*?-->", re.DOTALL)
 _MARKS = re.compile(r"[\W_]+")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # A text longer than this many times a phrase and its note, with no template or comment, holds
 # more than markup around them (`**TODO**`, `> _To be added._`).
 _MARKUP_SHARE = 4
@@ -76,7 +78,13 @@ class Placeholders:
             rest = words[len(phrase) :] if words.startswith(phrase) else None
             # The phrase ends at a word's end: `todo`, not `todos`; `暂无`, not `暂无法连接`.
             if rest is not None and (
-                not rest or (rest[0] == " " and len(rest) <= NOTE_MAX_CHARS + 1)
+                not rest or (rest[0] == " " and _note_length(rest) <= NOTE_MAX_CHARS + 1)
             ):
                 return True
         return False
+
+
+def _note_length(note: str) -> int:
+    """A note's length, a Chinese character counting as three: four of them say as much as a
+    dozen Latin letters (`待补充`, `优化` are notes; `可先扩容节点` is an instruction)."""
+    return len(note) + 2 * len(_CJK.findall(note))
