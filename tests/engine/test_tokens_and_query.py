@@ -647,6 +647,20 @@ def test_two_words_joined_end_at_a_sentence_not_inside_a_name(
     assert "daemonset" in index.read("daemon set: pods pending").joined
     assert "daemonset" not in index.read("daemon set.name").joined  # inside an identifier
     assert "daemonset" not in index.read("the daemon. Set it").joined  # two sentences
+    for mixed in ("daemon set：为什么不调度", "为什么daemon set不调度", "daemon set。"):
+        assert "daemonset" in index.read(mixed).joined, mixed  # Chinese text ends a word
+
+
+def test_a_log_lines_keys_hold_no_compound_of_the_question(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs({"a.md": "# Notes\n\nThe daemonset runs everywhere.\n"})
+    index = KnowledgeIndex(load_documents(docs))
+
+    # `daemon_set.go:147` is where the line was logged, not what it says.
+    line = "E0607 12:01:55.118233       1 daemon_set.go:147] sync failed"
+    assert "daemonset" not in index.read(line).joined
+    assert "daemonset" in index.read("daemon_set pods never start").joined
 
 
 def test_a_slip_is_of_a_word_the_corpus_writes_not_of_its_stem(

@@ -211,11 +211,13 @@ def read_query(
 
 
 # Two plain words in a row (lower case, capitalized or all capitals; no identifier). A word
-# ends at a space, at the end, or at a `.` or `:` that ends a sentence or a clause (`not
-# ready.`), never at one inside an identifier (`max.poll`, `ready:true`).
+# ends at a space, at the end, at Chinese text, or at a `.` or `:` that ends a sentence or a
+# clause (`not ready.`, `daemon set：为什么`), never at one inside an identifier (`max.poll`,
+# `ready:true`).
 _PLAIN = r"(?:[A-Z]+|[A-Za-z][a-z]*)"
-_END = r"(?![\w\-/]|[.:][\w\-/])"
-_WORD_PAIR = re.compile(rf"(?<![\w.\-:/])({_PLAIN})\s+(?=({_PLAIN}){_END})")
+_NAME = r"[A-Za-z0-9_\-/]"  # what continues an identifier
+_END = rf"(?!{_NAME}|[.:]{_NAME})"
+_WORD_PAIR = re.compile(rf"(?<![A-Za-z0-9_.\-:/])({_PLAIN})\s+(?=({_PLAIN}){_END})")
 
 
 def _joined_words(text: str) -> list[str]:
@@ -237,7 +239,10 @@ def _inner_compounds(text: str) -> list[str]:
     index adds them to its texts: a page's name `KubeDaemonSetMisScheduled` holds
     `daemonset`, so the same name asked holds it too, and names all of its title."""
     found: dict[str, None] = {}
-    for run in tokenize.RUN.findall(unicodedata.normalize("NFKC", text)):
+    # A log line's keys and levels are no words of the question (`scrape_pool=`, `E0607`),
+    # as its tokens read it.
+    plain = unicodedata.normalize("NFKC", tokenize.strip_log_structure(text))
+    for run in tokenize.RUN.findall(plain):
         found.update(dict.fromkeys(tokenize.inner_compounds(run)))
     return list(found)
 
