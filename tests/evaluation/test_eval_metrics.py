@@ -125,11 +125,13 @@ def test_calibration_counts_how_often_each_grade_has_an_expected_top_hit() -> No
     assert (calibration.precise.threshold, calibration.reference.threshold) == (0.9, 0.55)
 
 
-@pytest.mark.parametrize("edges", [(), (0.5,), (0.5, 0.2, 1.0), (0.2, 0.2, 1.0), (0.0, 0.9)])
+@pytest.mark.parametrize(
+    "edges", [(), (0.5,), (0.5, 0.2, 1.0), (0.0, 0.2, 0.2, 1.0), (0.0, 0.9), (0.5, 0.9, 1.0)]
+)
 def test_score_bins_refuse_edges_that_would_lose_or_double_count_hits(
     edges: tuple[float, ...],
 ) -> None:
-    with pytest.raises(ValueError, match=r"ascending edges ending at 1\.0"):
+    with pytest.raises(ValueError, match=r"ascending edges from 0\.0 to 1\.0"):
         score_bins(TOP_HITS, edges)
 
 

@@ -161,11 +161,11 @@ def suggest_threshold(top_hits: Sequence[TopHit], target: float) -> Suggestion:
 def score_bins(
     top_hits: Sequence[TopHit], edges: Sequence[float] = BIN_EDGES
 ) -> tuple[ScoreBin, ...]:
-    """The hits by score band (`edges` ascending, ending at 1.0; a last band holds exactly
-    1.0), the empty bands left out. Other edges would drop hits or count one twice: they
-    raise `ValueError`."""
-    if len(edges) < 2 or list(edges) != sorted(set(edges)) or edges[-1] != 1.0:
-        raise ValueError(f"score bands need ascending edges ending at 1.0, got {list(edges)}")
+    """The hits by score band (`edges` ascending from 0.0 or below, ending at 1.0; a last
+    band holds exactly 1.0), the empty bands left out. Other edges would drop hits or count
+    one twice: they raise `ValueError`."""
+    if len(edges) < 2 or list(edges) != sorted(set(edges)) or edges[0] > 0.0 or edges[-1] != 1.0:
+        raise ValueError(f"score bands need ascending edges from 0.0 to 1.0, got {list(edges)}")
     bins: list[ScoreBin] = []
     for low, high in itertools.pairwise(edges):
         inside = [t for t in top_hits if low <= t.score < high]
