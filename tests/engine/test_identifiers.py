@@ -241,6 +241,12 @@ def test_an_english_word_the_corpus_lacks_is_no_typo_and_weighs_least(tmp_path: 
     # `counter` is one of the dictionary's English words: not a misspelt `cluster`.
     assert kinds("counter of sidecar restarts")["counter"] is Known.WORD
     assert kinds("clustr down")["clustr"] is Known.TYPO  # a real slip is still read
+    # `operater` stems to `operat`, the stem of the word `operate`; but as typed it is no
+    # word of the language, and it is a slip of the corpus's `operator`.
+    (tmp_path / "operator.md").write_text("# Operator errors\n\nThe operator fails.\n")
+    with_operator = KnowledgeIndex(load_documents(tmp_path))
+    operater = {c.token: c for c in with_operator.read("operater reconcile errors").concepts}
+    assert operater["operat"].known is Known.TYPO and "oper" in operater["operat"].variants
     assert kinds("yellow sidecar restarts")["yellow"] is Known.WORD
     # A word of the language says less of what is asked than an unknown token or a name.
     word = _top(index, "yellow sidecar restarts")

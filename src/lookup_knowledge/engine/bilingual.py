@@ -75,6 +75,36 @@ def english_stems() -> frozenset[str]:
     return frozenset(tokenize.stem(w) for w in set(_ENGLISH_WORD.findall(text)))
 
 
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The English words of the dictionary's definitions as written, lowercased."""
+    return frozenset(_ENGLISH_WORD.findall("/".join(_dictionary().values()).lower()))
+
+
+def written_word(word: str) -> bool:
+    """Whether a Latin word as typed (lowercased) is an English word of the dictionary or a
+    regular inflection of one (`-s`, `-es`, `-ed`, `-ing`, `-ies`, `-ied`, a final `e`
+    dropped or a consonant doubled before the suffix), or the base of a word it holds only
+    inflected: `climbing`, `allotted`, `replies`, `bloat`, but not `operater`, whose stem
+    `operat` is `operate`'s."""
+    words = english_words()
+    if word in words:
+        return True
+    bases: list[str] = []
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            base = word[: -len(suffix)]
+            bases += [base, base + "e"]
+            if len(base) > 2 and base[-1] == base[-2]:
+                bases.append(base[:-1])  # `allotted`, `stopping`
+    for suffix in ("ies", "ied"):
+        if word.endswith(suffix) and len(word) > 4:
+            bases.append(word[:-3] + "y")
+    # The other way round: the dictionary writes only an inflection (`bloated` for `bloat`).
+    forms = (word + "s", word + "es", word + "ed", word + "d", word + "ing")
+    return any(base in words for base in bases) or any(form in words for form in forms)
+
+
 def _dictionary() -> dict[str, str]:
     return _cedict()[0]
 
@@ -146,6 +176,7 @@ class Translations:
         try:
             dictionary, self._readings = _cedict()
             english_stems()
+            english_words()
             masked: dict[tuple[int, int, str], list[str]] = {}
             for word in chinese_words:
                 if len(word) in RESPELL_LENGTHS:
@@ -186,6 +217,13 @@ class Translations:
             return False
         self.wait()
         return word not in english_stems()
+
+    def is_written_word(self, word: str) -> bool:
+        """Whether a Latin word as typed is a word of the dictionary (`written_word`)."""
+        if not word.isalpha():
+            return False
+        self.wait()
+        return written_word(word)
 
     def is_word(self, word: str) -> bool:
         """Whether a query word is a word of the dictionary: a Latin one (stemmed) an English

@@ -145,6 +145,10 @@ def no_words(word: str) -> bool:
     return False
 
 
+def every_word(word: str) -> bool:
+    return True
+
+
 def no_translations(word: str) -> frozenset[str]:
     return frozenset()
 
@@ -165,6 +169,7 @@ def read_query(
     held_verbatim: Callable[[str], bool] = no_words,
     is_name: Callable[[str], bool] = no_words,
     is_word: Callable[[str], bool] = no_words,
+    is_written: Callable[[str], bool] = every_word,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
     text), `nearest` (a typo's corpus word, from its stem and the word as typed),
@@ -172,7 +177,8 @@ def read_query(
     Chinese characters misspells at a position), `held_verbatim` (whether a run of the query
     is log noise that some chunk holds as a whole run of its text) and `is_name` (whether a
     Latin word the corpus lacks, no typo of one, is a name rather than a word of the
-    language) describe the corpus."""
+    language) describe the corpus; `is_word` (a stem of the language's words) and
+    `is_written` (a word of the language as typed) describe the language."""
     text = tokenize.strip_enumeration(text)  # `1. Read the pool metrics`, as the index reads it
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
@@ -188,7 +194,7 @@ def read_query(
             continue
         if token.text in concepts:
             continue
-        concept = _concept(token, lexicon, held, in_text, nearest, is_name, is_word)
+        concept = _concept(token, lexicon, held, in_text, nearest, is_name, is_word, is_written)
         if concept is not None:
             if token.text in lexicon.discourse:
                 concept = replace(concept, discourse=True)
@@ -381,6 +387,7 @@ def _concept(
     nearest: Nearest,
     is_name: Callable[[str], bool],
     is_word: Callable[[str], bool],
+    is_written: Callable[[str], bool],
 ) -> Concept | None:
     word = token.text
     variants = held.forms(word)
@@ -401,8 +408,11 @@ def _concept(
         variants = held.forms(other)
         if variants:
             return Concept(word, variants, Known.KNOWN)
-    if len(token.raw or word) >= WORD_MIN_LETTERS and is_word(word):
-        return Concept(word, (), Known.WORD)  # `counter`, `plain`: no typo of `cluster`, `plan`
+    typed = token.raw or word
+    if len(typed) >= WORD_MIN_LETTERS and is_word(word) and is_written(typed):
+        # `counter`, `plain`: no typo of `cluster`, `plan`; but `operater`, whose stem is
+        # `operate`'s, is no word as typed, and may be a typo of `operator`.
+        return Concept(word, (), Known.WORD)
     if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:
         return None  # `becuase`, `shoud`: a stopword, misspelt; no name the corpus lacks
     corrected = nearest(word, token.raw or word)
