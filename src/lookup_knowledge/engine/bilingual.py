@@ -71,8 +71,7 @@ def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
 def english_stems() -> frozenset[str]:
     """The stems of every English word of the dictionary's definitions (about 37,000): the
     words of the language, as far as telling a word from a name goes (`is_name`)."""
-    text = "/".join(_dictionary().values()).lower()
-    return frozenset(tokenize.stem(w) for w in set(_ENGLISH_WORD.findall(text)))
+    return frozenset(tokenize.stem(w) for w in english_words())
 
 
 @functools.cache
@@ -175,8 +174,7 @@ class Translations:
         chinese_words = self._chinese_words
         try:
             dictionary, self._readings = _cedict()
-            english_stems()
-            english_words()
+            english_stems()  # and the words it stems
             masked: dict[tuple[int, int, str], list[str]] = {}
             for word in chinese_words:
                 if len(word) in RESPELL_LENGTHS:
