@@ -1,11 +1,11 @@
-"""Stopwords, the Chinese↔English glossary, the ops thesaurus, the discourse words and the
-placeholders: data files shipped with the package, plus a deployment's own.
+"""Stopwords, the Chinese↔English glossary, the ops thesaurus, the discourse words, the
+placeholders and the pointer words: data files shipped with the package, plus a
+deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
 `glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`, `pointers.txt`). A
-deployment that
-indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that folder's
-`.lexicon/` subfolder (never indexed: the engine skips dot-folders):
+deployment that indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that
+folder's `.lexicon/` subfolder (never indexed: the engine skips dot-folders):
 
 * `.lexicon/stopwords.txt` — more stopwords, whitespace-separated;
 * `.lexicon/glossary.txt` — more equivalence groups, one per line;

@@ -22,10 +22,12 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from lookup_knowledge.engine import tokenize
+
 NOTE_MAX_CHARS = 12  # `TODO: fill in`, `TODO 优化`; a longer note says something
 _TEMPLATE = re.compile(r"\{\{[%<].*?[%>]\}\}|\{%.*?%\}|<!--.*?-->", re.DOTALL)
 _MARKS = re.compile(r"[\W_]+")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK = re.compile(f"[{tokenize.CJK_CLASS}]")
 # A text longer than this many times a phrase and its note, with no template or comment, holds
 # more than markup around them (`**TODO**`, `> _To be added._`).
 _MARKUP_SHARE = 4

@@ -233,11 +233,7 @@ def _joined_words(text: str) -> list[str]:
     (`tokenize.inner_compounds`). Words of an identifier (`ServiceMonitors`, `kube-proxy`)
     are no pair: their whole is read already."""
     plain = unicodedata.normalize("NFKC", text)
-    found: dict[str, None] = {}
-    for match in _WORD_PAIR.finditer(plain):
-        joined = (match.group(1) + match.group(2)).lower()
-        found[tokenize.stem(joined)] = None
-    return list(found)
+    return [tokenize.stem((m.group(1) + m.group(2)).lower()) for m in _WORD_PAIR.finditer(plain)]
 
 
 def _inner_compounds(text: str) -> list[str]:

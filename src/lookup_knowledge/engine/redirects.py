@@ -41,6 +41,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from lookup_knowledge.engine import tokenize
 from lookup_knowledge.engine.markdown import Document
 
 STUB_MAX_CHARS = 600  # a dozen words and one link, however long its URL
@@ -54,14 +55,14 @@ _LINK = re.compile(
 )
 # A Hugo cross-reference, inside a link or alone: `{{< ref "./NodeRAIDDegraded.md" >}}`.
 _HUGO_REF = re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+\"([^\"]+)\"\s*[>%]\}\}")
+_EMPTIED_LINK = re.compile(r"!?\[[^\]]*\]\(\s*\)")
 # A reference-style link's definition, `[1]: https://…` on a line of its own; its use
 # `[text][1]` is left with the text.
 _DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+[\"'(].*)?$", re.MULTILINE)
 _REFERENCE_USE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
 _BARE_URL = re.compile(r"\b\w+://[^\s)\]>]+")
 _URL_END = ".,;:!?'\""  # a sentence's end after a bare URL is no part of it
-_CJK_RANGE = "\u3400-\u9fff\uf900-\ufaff"
-_WORD = re.compile(rf"[^\W_{_CJK_RANGE}]+|[{_CJK_RANGE}]+")
+_WORD = re.compile(rf"[^\W_{tokenize.CJK_CLASS}]+|[{tokenize.CJK_CLASS}]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,17 +125,16 @@ def _only_link(document: Document, pointers: Collection[str]) -> Link | None:
         return " "
 
     def markdown(match: re.Match[str]) -> str:
-        target = match.group(2) or match.group(3) or match.group(4)
-        if "\0ref\0" not in target:  # a Hugo ref inside the link was read already
-            links.append(Link(target))
+        links.append(Link(match.group(2) or match.group(3) or match.group(4)))
         return " "
 
     def defined(match: re.Match[str]) -> str:
         links.append(Link(match.group(1)))
         return " "
 
-    rest = _HUGO_REF.sub(lambda m: f"\0ref\0{hugo(m)}", text)
-    rest = _LINK.sub(markdown, rest).replace("\0ref\0", " ")
+    rest = _HUGO_REF.sub(hugo, text)
+    rest = _EMPTIED_LINK.sub(" ", rest)  # the link whose target was a Hugo ref, read above
+    rest = _LINK.sub(markdown, rest)
     rest = _DEFINITION.sub(defined, rest)
     rest = _REFERENCE_USE.sub(" ", rest)
     links += [Link(url.rstrip(_URL_END)) for url in _BARE_URL.findall(rest)]

@@ -37,6 +37,7 @@ from typing import Any
 # CJK ideographs (extension A, the unified block, compatibility), as code point ranges.
 CJK_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 _CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in CJK_RANGES)
+CJK_CLASS = _CJK  # those ranges as the inside of a regex character class, for other modules
 # A CJK run, or a Latin compound: word characters joined by single . - : / separators.
 _RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W{_CJK}]+(?:[.\-:/][^\W{_CJK}]+)*)")
 _CJK_WORD = re.compile(rf"[{_CJK}]+")
