@@ -261,6 +261,25 @@ def test_an_english_word_the_corpus_lacks_is_no_typo_and_weighs_least(tmp_path: 
     assert index.grade("yellow counter") is NoEvidenceBasis.NO_CANDIDATES
 
 
+def test_a_short_word_is_no_typo_when_the_language_uses_it_as_typed(tmp_path: Path) -> None:
+    (tmp_path / "limits.md").write_text(
+        "# Hard limits\n\nShow the best hard limits of the heap over time.\n",
+        encoding="utf-8",
+    )
+    index = KnowledgeIndex(load_documents(tmp_path))
+
+    def kinds(query: str) -> dict[str, Known]:
+        return {c.token: c.known for c in index.read(query).concepts}
+
+    # `west`, `shop` and `help` are common words as typed: no slips of `best`, `show`, `heap`.
+    assert kinds("west heap limits")["west"] is Known.WORD
+    assert kinds("shop heap limits")["shop"] is Known.WORD
+    assert kinds("help heap limits")["help"] is Known.WORD
+    # `tims` is a word only as the plural of `tim`, and `hepa` none: both may be slips.
+    assert kinds("heap tims")["tim"] is Known.TYPO
+    assert kinds("hepa limits")["hepa"] is Known.TYPO
+
+
 def test_a_misspelt_stopword_is_a_stopword_not_a_name(tmp_path: Path) -> None:
     from lookup_knowledge.engine.lexicon import Lexicon
 

@@ -36,6 +36,7 @@ import gzip
 import importlib.resources
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from lookup_knowledge.engine import tokenize
@@ -47,6 +48,7 @@ _PARENTHESES = re.compile(r"\([^)]*\)")
 _ONE_WORD = re.compile(r"(?:to (?:be |get |become )?|a |an |the )?([a-z][a-z-]{1,30})")
 LOAD_DELAY_S = 3.0
 _ENGLISH_WORD = re.compile(r"[a-z]{3,}")
+COMMON_USES = 2  # a word the definitions write once may be a rare one, or part of a name
 NAME_MIN_LETTERS = 4  # shorter unknown words are as often abbreviations (`ksm`) as names
 
 
@@ -77,7 +79,20 @@ def english_stems() -> frozenset[str]:
 @functools.cache
 def english_words() -> frozenset[str]:
     """The English words of the dictionary's definitions as written, lowercased."""
-    return frozenset(_ENGLISH_WORD.findall("/".join(_dictionary().values()).lower()))
+    return frozenset(_english_uses())
+
+
+@functools.cache
+def _english_uses() -> Counter[str]:
+    """How many times the dictionary's definitions write each English word, lowercased."""
+    return Counter(_ENGLISH_WORD.findall("/".join(_dictionary().values()).lower()))
+
+
+def common_word(word: str) -> bool:
+    """Whether a Latin word as typed (lowercased) is one the dictionary's definitions write
+    `COMMON_USES` times or more, as it stands: `link`, `card`, `went`, but not `leas` or
+    `diks`, which are words only as an inflection of one (`written_word`)."""
+    return _english_uses()[word] >= COMMON_USES
 
 
 def written_word(word: str) -> bool:
@@ -222,6 +237,13 @@ class Translations:
             return False
         self.wait()
         return written_word(word)
+
+    def is_common_word(self, word: str) -> bool:
+        """Whether a Latin word as typed is a common word of the dictionary (`common_word`)."""
+        if not word.isalpha():
+            return False
+        self.wait()
+        return common_word(word)
 
     def is_word(self, word: str) -> bool:
         """Whether a query word is a word of the dictionary: a Latin one (stemmed) an English

@@ -242,6 +242,7 @@ class KnowledgeIndex:
             is_name=self._translations.is_name,
             is_word=self._translations.is_word,
             is_written=self._translations.is_written_word,
+            is_common=self._translations.is_common_word,
         )
         extra = self._acronyms.get().wholes(read, self._vocabulary.__contains__)
         near, absent = self._look_up_identifiers(query, (*read.wholes, *extra))

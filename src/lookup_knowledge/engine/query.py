@@ -27,7 +27,8 @@ concept weighs depends on what the corpus knows of it:
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
   question whose meaningful words all match.
 * **word** — an unknown Latin word of `WORD_MIN_LETTERS` letters or more as typed, whose stem
-  is an English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or a Chinese
+  is an English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or one of
+  `COMMON_MIN_LETTERS` that the dictionary writes as typed (`link`, `west`), or a Chinese
   word of `WORD_MIN_CHARACTERS` characters or more that is one of its headwords (`一口气`,
   `时不时`): no typo of a corpus word (`counter` is not `cluster`), and it weighs
   `WORD_FACTOR` of the rarest word's weight, less than an unknown token: it says how the
@@ -80,6 +81,7 @@ SINGLE_CHARACTER_FACTOR = 0.5
 UNKNOWN_FACTOR = 0.5
 WORD_FACTOR = 0.25  # an English word the corpus lacks, of the rarest word's weight
 WORD_MIN_LETTERS = 5  # shorter dictionary words may still be typos (`leas`, `fial`)
+COMMON_MIN_LETTERS = 4  # down to this length, a common word as typed is a word (`link`)
 WORD_MIN_CHARACTERS = 3  # a Chinese word of two is as often the question's subject (`过期`)
 ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
 COUNT_MAX_DIGITS = 2  # a number this short is a count or an ordinal, seldom a code
@@ -170,6 +172,7 @@ def read_query(
     is_name: Callable[[str], bool] = no_words,
     is_word: Callable[[str], bool] = no_words,
     is_written: Callable[[str], bool] = every_word,
+    is_common: Callable[[str], bool] = no_words,
 ) -> ReadQuery:
     """Concepts of `text`: `has_term` (a corpus token), `in_text` (verbatim in some chunk's
     text), `nearest` (a typo's corpus word, from its stem and the word as typed),
@@ -178,7 +181,8 @@ def read_query(
     is log noise that some chunk holds as a whole run of its text) and `is_name` (whether a
     Latin word the corpus lacks, no typo of one, is a name rather than a word of the
     language) describe the corpus; `is_word` (a stem of the language's words) and
-    `is_written` (a word of the language as typed) describe the language."""
+    `is_written` (a word of the language as typed) and `is_common` (a common word of it as
+    typed) describe the language."""
     text = tokenize.strip_enumeration(text)  # `1. Read the pool metrics`, as the index reads it
     concepts: dict[str, Concept] = {}
     wholes: list[str] = []
@@ -194,7 +198,9 @@ def read_query(
             continue
         if token.text in concepts:
             continue
-        concept = _concept(token, lexicon, held, in_text, nearest, is_name, is_word, is_written)
+        concept = _concept(
+            token, lexicon, held, in_text, nearest, is_name, is_word, (is_written, is_common)
+        )
         if concept is not None:
             if token.text in lexicon.discourse:
                 concept = replace(concept, discourse=True)
@@ -383,7 +389,7 @@ def _concept(
     nearest: Nearest,
     is_name: Callable[[str], bool],
     is_word: Callable[[str], bool],
-    is_written: Callable[[str], bool],
+    written: tuple[Callable[[str], bool], Callable[[str], bool]],
 ) -> Concept | None:
     word = token.text
     variants = held.forms(word)
@@ -405,9 +411,16 @@ def _concept(
         if variants:
             return Concept(word, variants, Known.KNOWN)
     typed = token.raw or word
-    if len(typed) >= WORD_MIN_LETTERS and is_word(word) and is_written(typed):
+    is_written, is_common = written
+    if is_word(word) and (
+        is_written(typed)
+        if len(typed) >= WORD_MIN_LETTERS
+        else len(typed) >= COMMON_MIN_LETTERS and is_common(typed)
+    ):
         # `counter`, `plain`: no typo of `cluster`, `plan`; but `operater`, whose stem is
-        # `operate`'s, is no word as typed, and may be a typo of `operator`.
+        # `operate`'s, is no word as typed, and may be a typo of `operator`. A shorter word
+        # is one only when the language uses it as typed: `link` is no typo of `line`, while
+        # `leas` (`lea`, plural) may well be one of `leak`.
         return Concept(word, (), Known.WORD)
     if is_name(word) and lexicon.misspelt_stopword(token.raw or word) is not None:
         return None  # `becuase`, `shoud`: a stopword, misspelt; no name the corpus lacks
