@@ -16,6 +16,7 @@ word or two with a long title is often about something else.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +26,35 @@ from lookup_knowledge.engine.postings import Postings, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery
 
 _UNCOVERED = (Known.UNKNOWN, Known.WORD, Known.ABSENT)  # concepts no chunk can hold
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """How the concepts of a query cover its candidates, one row per concept and one column
+    per candidate, counted one way (through the thesaurus's bridges or not): `share` of the
+    concept ½ in the chunk + ½ in its document, `credit` whether it is held at all, `held`
+    in the heading (a bridge counts `scoring.BRIDGE_FACTOR` of each); `counts[i]`: whether
+    concept i counts at all."""
+
+    share: np.ndarray
+    credit: np.ndarray
+    held: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """What `Grader.coverage` found for one query's candidates, for `Grader.features`: the
+    concepts counted through their own forms and through their bridges too, each
+    candidate's document, the IDF weight of its heading terms that the query's own forms
+    name and that its bridge terms name besides, and the weight of all its heading terms."""
+
+    own: Counted
+    bridged: Counted
+    docs: np.ndarray
+    heading_named: np.ndarray
+    bridges_named: np.ndarray
+    heading_weight: np.ndarray
 
 
 class Grader:
@@ -55,67 +85,53 @@ class Grader:
             minlength=heading_bags.unit_count,
         )
 
-    def features(
+    def coverage(
         self,
         candidates: np.ndarray,
-        ranks: np.ndarray,
         read: ReadQuery,
         verbatim: Sequence[np.ndarray | None],
-        weights: np.ndarray,
-        *,
-        bridges: bool = True,
-        rivals: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """The feature matrix of `candidates` (chunk positions) with their `ranks`;
-        `verbatim[i]`: which chunks hold concept i verbatim (None: see the postings);
-        `weights[i]`: its weight. `bridges`: count the thesaurus's bridge terms, each at
-        `scoring.BRIDGE_FACTOR` of what the concept's own forms count (the concept's coverage
-        and heading share, the term's heading coverage); without them a bridged concept is
-        an unknown one. `rivals`: the ranks at which a candidate counts as another
-        document's rival in the margin (default `ranks`)."""
+    ) -> Coverage:
+        """Which of `candidates` (chunk positions) hold each concept of `read`, in the chunk,
+        its document and its heading, through its own forms and through its thesaurus
+        bridges; `verbatim[i]`: which chunks hold concept i verbatim (None: see the
+        postings). The postings are asked once per query, however many gradings follow."""
         factor = scoring.BRIDGE_FACTOR
-        scope = scoring.scope_weight(weights.tolist())
-        # A query of whole identifiers and no weighed concept (`sI 00`: `si` held whole, `00`
-        # noise) covers nothing and names no heading through its words: shares of nothing
-        # are 0, not NaN.
-        per = 1.0 / scope if scope > 0 else 0.0
+        count, size = len(candidates), len(read.concepts)
         candidates = candidates.astype(np.int32)  # the postings' dtype (`Postings.holds`)
         docs = self._chunk_doc[candidates]
-        covered = np.zeros(len(candidates))  # weight ½ in the chunk + ½ in its document
-        heaviest = np.zeros(len(candidates))  # the heaviest concept the chunk or document holds
-        in_heading = np.zeros(len(candidates))  # concept weight found in the heading
-        heading_named = np.zeros(len(candidates))  # heading term weight the query names
+        share = np.zeros((size, count))
+        held = np.zeros((size, count))
+        bridged_share = np.zeros((size, count))
+        bridged_credit = np.zeros((size, count))
+        bridged_held = np.zeros((size, count))
+        own_counts = np.zeros(size, dtype=bool)
+        bridged_counts = np.zeros(size, dtype=bool)
+        heading_named = np.zeros(count)  # heading term weight the query's own forms name
         named: set[int] = set()
-        for concept, where, weight in zip(read.concepts, verbatim, weights.tolist(), strict=True):
-            if concept.known in _UNCOVERED or (concept.known is Known.BRIDGED and not bridges):
+        for i, (concept, where) in enumerate(zip(read.concepts, verbatim, strict=True)):
+            if concept.known in _UNCOVERED:
                 continue
-            if concept.known is Known.BRIDGED:
-                share = np.zeros(len(candidates))
-                held = np.zeros(len(candidates), dtype=bool)
-            else:
-                share = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(
+            bridged_counts[i] = True
+            if concept.known is not Known.BRIDGED:
+                own_counts[i] = True
+                share[i] = (1 - scoring.DOCUMENT_SHARE) * self._in_chunk(
                     concept, where, candidates
                 ) + (scoring.DOCUMENT_SHARE * self._in_document(concept, where, docs))
-                held = self._in_heading(concept, candidates, named, heading_named)
-            credit = (share > 0).astype(np.float64)
-            in_heading_credit = held.astype(np.float64)
-            if bridges and concept.bridges:
+                held[i] = self._in_heading(concept, candidates, named, heading_named)
+            if concept.bridges:
                 # A concept counts once: through its own forms, or else through its bridges.
                 via = Concept(concept.token, concept.bridges, Known.KNOWN)
-                bridged = (1 - scoring.DOCUMENT_SHARE) * self._holds(
+                through = (1 - scoring.DOCUMENT_SHARE) * self._holds(
                     self._chunk_postings, via, candidates
                 ) + scoring.DOCUMENT_SHARE * self._holds(self._doc_postings, via, docs)
-                share = np.maximum(share, factor * bridged)
-                credit = np.maximum(credit, factor * (bridged > 0))
-                in_bridged_heading = np.zeros(len(candidates), dtype=bool)
+                in_bridged_heading = np.zeros(count, dtype=bool)
                 for bridge in concept.bridges:
                     in_bridged_heading |= self._heading_postings.holds(
                         self._vocabulary[bridge], candidates
                     )
-                in_heading_credit = np.maximum(in_heading_credit, factor * in_bridged_heading)
-            covered += weight * share
-            heaviest = np.maximum(heaviest, weight * credit)
-            in_heading += weight * in_heading_credit
+                bridged_share[i] = factor * through
+                bridged_credit[i] = factor * (through > 0)
+                bridged_held[i] = factor * in_bridged_heading
         for whole in read.wholes:
             term = self._vocabulary[whole]
             if term not in named:
@@ -123,18 +139,62 @@ class Grader:
                 heading_named += self._term_idf[term] * self._heading_postings.holds(
                     term, candidates
                 )
+        bridges_named = np.zeros(count)  # heading term weight the bridge terms name
+        for bridge in read.bridges:
+            number = self._vocabulary[bridge]
+            if number not in named:
+                named.add(number)
+                bridges_named += self._term_idf[number] * self._heading_postings.holds(
+                    number, candidates
+                )
+        credit = (share > 0).astype(np.float64)
+        return Coverage(
+            own=Counted(share, credit, held, own_counts),
+            bridged=Counted(
+                np.maximum(share, bridged_share),
+                np.maximum(credit, bridged_credit),
+                np.maximum(held, bridged_held),
+                bridged_counts,
+            ),
+            docs=docs,
+            heading_named=heading_named,
+            bridges_named=bridges_named,
+            heading_weight=self._heading_weight[candidates],
+        )
+
+    def features(
+        self,
+        coverage: Coverage,
+        ranks: np.ndarray,
+        weights: np.ndarray,
+        *,
+        bridges: bool = True,
+        rivals: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The feature matrix of the candidates of `coverage` with their `ranks`;
+        `weights[i]`: the weight of concept i. `bridges`: count the thesaurus's bridge
+        terms, each at `scoring.BRIDGE_FACTOR` of what the concept's own forms count (the
+        concept's coverage and heading share, the term's heading coverage); without them a
+        bridged concept is an unknown one. `rivals`: the ranks at which a candidate counts
+        as another document's rival in the margin (default `ranks`)."""
+        scope = scoring.scope_weight(weights.tolist())
+        # A query of whole identifiers and no weighed concept (`sI 00`: `si` held whole, `00`
+        # noise) covers nothing and names no heading through its words: shares of nothing
+        # are 0, not NaN.
+        per = 1.0 / scope if scope > 0 else 0.0
+        counted = coverage.bridged if bridges else coverage.own
+        count = len(ranks)
+        weight = np.where(counted.counts, weights, 0.0)[:, None]
+        # Summed concept by concept, in the query's order (axis 0): the same sums as one
+        # concept at a time.
+        covered = (weight * counted.share).sum(axis=0)  # weight ½ in the chunk + ½ in its doc
+        heaviest = (weight * counted.credit).max(axis=0, initial=0.0)  # the heaviest held
+        in_heading = (weight * counted.held).sum(axis=0)  # concept weight found in the heading
+        heading_named = coverage.heading_named
         if bridges:
-            for bridge in read.bridges:
-                number = self._vocabulary[bridge]
-                if number not in named:
-                    named.add(number)
-                    heading_named += (
-                        factor
-                        * self._term_idf[number]
-                        * self._heading_postings.holds(number, candidates)
-                    )
-        heading_weight = self._heading_weight[candidates]
-        best_other = self._best_other(docs, ranks if rivals is None else rivals)
+            heading_named = heading_named + scoring.BRIDGE_FACTOR * coverage.bridges_named
+        heading_weight = coverage.heading_weight
+        best_other = self._best_other(coverage.docs, ranks if rivals is None else rivals)
         return scoring.features(
             support=np.minimum(covered * per, 1.0) - heaviest * per,
             margin=scoring.margin(ranks, best_other),
@@ -142,7 +202,7 @@ class Grader:
             heading_coverage=np.divide(
                 heading_named,
                 heading_weight,
-                out=np.zeros(len(candidates)),
+                out=np.zeros(count),
                 where=heading_weight > 0,
             ),
         )

@@ -322,9 +322,8 @@ class KnowledgeIndex:
         # Each candidate's lead is over the other documents' ranks without their title field:
         # a title puts its page first, and is no evidence against a second topic's page.
         titled = title_rank[candidates]
-        features = self._grader.features(
-            candidates, ranks, read, verbatim, weights, rivals=ranks - titled
-        )
+        coverage = self._grader.coverage(candidates, read, verbatim)
+        features = self._grader.features(coverage, ranks, weights, rivals=ranks - titled)
         quality = scoring.quality(features)
         if read.bridges:
             # The thesaurus lifts a grade at most to REFERENCE, and never lowers one: a hit
@@ -341,10 +340,8 @@ class KnowledgeIndex:
             )
             own = scoring.quality(
                 self._grader.features(
-                    candidates,
+                    coverage,
                     own_rank[candidates],
-                    read,
-                    verbatim,
                     own_weights,
                     bridges=False,
                     rivals=own_rank[candidates] - titled,
