@@ -680,6 +680,20 @@ def test_a_slip_is_of_a_word_the_corpus_writes_not_of_its_stem(
     assert known["dsik"] is Known.TYPO  # one edit from `disk`, as written
 
 
+def test_a_slip_is_of_the_written_word_nearest_what_was_typed(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {"rollout.md": "# Rollout\n\nThe revision of the set is old, for some reason.\n"}
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    read = {c.token: c for c in index.read("statefulset revison").concepts}
+
+    # `revison` is two edits from the term `reason` (and from `revis`), one from `revision`.
+    assert read["revison"].known is Known.TYPO
+    assert read["revison"].variants == ("revis",)
+
+
 def test_two_words_joined_make_no_question_of_their_own(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:

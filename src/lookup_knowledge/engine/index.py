@@ -464,24 +464,30 @@ class KnowledgeIndex:
         """The corpus term a word the corpus lacks misspells (`engine.fuzzy`), or None. A word
         the stemmer changed is compared as typed with the corpus's words as written; one it
         left alone is compared as a term first (a term the corpus also writes near it:
-        `_slip_of`), then as written (`terminatng` is far from the term `termin`, one edit
-        from `terminating`)."""
+        `_edits_as_typed`), then as written (`terminatng` is far from the term `termin`, one
+        edit from `terminating`), and the written word wins when it is the nearer."""
+        written = self._surface_neighbours.nearest(typed)
         if typed == word:
             found = self._neighbours.nearest(word)
-            if found is not None and self._slip_of(typed, found):
+            limit = fuzzy.max_distance(typed)
+            edits = self._edits_as_typed(typed, found) if found is not None else limit + 1
+            # The term, unless a word the corpus writes is nearer what was typed: `revison`
+            # is two edits from the term `reason`, one from the word `revision`.
+            if edits <= limit and (
+                written is None or fuzzy.damerau_levenshtein(typed, written, limit) >= edits
+            ):
                 return found
-        written = self._surface_neighbours.nearest(typed)
         return None if written is None else self._surfaces[written]
 
-    def _slip_of(self, typed: str, term: str) -> bool:
-        """Whether a word as typed is a slip of one of the ways the corpus writes `term` (a
-        term the corpus writes in no Latin word of its own, it is taken at its word): the
+    def _edits_as_typed(self, typed: str, term: str) -> int:
+        """The edits from a word as typed to the nearest of the ways the corpus writes `term`
+        (a term the corpus writes in no Latin word of its own is taken at its word: 0): the
         term `kubedn` of `kubedns` is two edits from `kubeadm`, the word three."""
         written = self._written.get(term)
         if not written:
-            return True
+            return 0
         limit = fuzzy.max_distance(typed)
-        return any(fuzzy.damerau_levenshtein(typed, w, limit) <= limit for w in written)
+        return min(fuzzy.damerau_levenshtein(typed, w, limit) for w in written)
 
     def _unknown_name(self, word: str) -> bool:
         """Whether a lower-case Latin word is no term of the corpus and no English word (the
