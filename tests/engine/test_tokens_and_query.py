@@ -680,6 +680,37 @@ def test_a_slip_is_of_a_word_the_corpus_writes_not_of_its_stem(
     assert known["dsik"] is Known.TYPO  # one edit from `disk`, as written
 
 
+def test_a_host_name_counts_only_as_far_as_the_corpus_writes_it(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "dns.md": (
+                "# DNS timeouts\n\nA service name such as web.default.svc.cluster.local "
+                "resolves through CoreDNS; its upstream times out. Images come from "
+                "registry.k8s.io.\n"
+            ),
+            "pay.md": "# Payment partner\n\nThe partner pays the invoice.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    def tokens(query: str) -> set[str]:
+        read = index.read(query)
+        return {c.token for c in read.concepts} | set(read.wholes)
+
+    # The asker's own host names are where it happened: no `partner`, `pay` or `prod`.
+    line = "[ERROR] plugin/errors: 2 api.partner-pay.com. A: read udp i/o timeout"
+    assert {"partner", "pay"}.isdisjoint(tokens(line))
+    assert "timeout" in tokens(line)
+    asked = tokens("lookup orders.prod.svc.cluster.local times out")
+    assert "prod" not in asked and "order" not in asked
+    assert {"svc", "cluster", "local"} <= asked  # the ending the corpus writes stays
+    assert "registry.k8s.io" in tokens("pull registry.k8s.io/pause fails")  # written whole
+    # Two labels under a public domain are as often a product: left as they are.
+    assert "nvidia" in tokens("nvidia.com/gpu resources")
+
+
 def test_a_slip_is_of_the_written_word_nearest_what_was_typed(
     write_docs: Callable[[dict[str, str]], Path],
 ) -> None:

@@ -230,6 +230,7 @@ class KnowledgeIndex:
 
     def read(self, query: str) -> ReadQuery:
         query = self._cased_names.restore(query, self._identifiers.nearest, self._unknown_name)
+        query = tokenize.HOST_NAME.sub(self._host_as_written, query)
         read = read_query(
             query,
             self.lexicon,
@@ -498,6 +499,19 @@ class KnowledgeIndex:
             and stem not in self._vocabulary
             and self._translations.is_name(stem)
         )
+
+    def _host_as_written(self, match: re.Match[str]) -> str:
+        """A host name of the query, as far as the corpus writes it: its longest ending of
+        two labels or more that some chunk holds (`svc.cluster.local` of
+        `payments.prod.svc.cluster.local`, `registry.k8s.io` whole), else nothing. The rest
+        names the asker's own machines and services (`api.partner-pay.com`), which no page
+        is about, and whose words (`partner`, `pay`) would match pages by chance."""
+        labels = match.group(0).rstrip(".").split(".")
+        for start in range(len(labels) - 1):
+            ending = ".".join(labels[start:])
+            if ending.lower() in self._text:
+                return f" {ending} "
+        return " "
 
     def _in_text(self, word: str) -> bool:
         return word in self._text

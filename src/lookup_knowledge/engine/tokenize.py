@@ -100,6 +100,20 @@ _LOG_LEVEL = re.compile(
 )
 
 
+# A host name (`api.partner-pay.com.`, `ip-10-12-4-77.eu-west-1.compute.internal`): three labels
+# or more under a public top-level domain, two or more under a private one. A two-label name
+# under a public one is as often a product or an API group (`asp.net`, `nvidia.com/gpu`,
+# `quay.io`) and is left alone.
+_PUBLIC_TLD = r"(?:com|net|org|io|cn)"
+_PRIVATE_TLD = r"(?:internal|local|example|corp|lan)"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOST_NAME = re.compile(
+    rf"(?<![\w@/.-])(?:(?:{_LABEL}\.){{2,}}{_PUBLIC_TLD}|(?:{_LABEL}\.)+{_PRIVATE_TLD})\.?"
+    r"(?![\w-]|\.\w)",
+    re.IGNORECASE,
+)
+
+
 def strip_log_structure(text: str) -> str:
     """A pasted log line without what only says how it was logged (query side).
 
