@@ -89,6 +89,26 @@ def test_top_k_bounds_the_number_of_hits(index: KnowledgeIndex) -> None:
     assert len(index.search("redis memory", top_k=2).hits) == 2
 
 
+def test_the_hits_are_the_first_then_the_rest_down_to_the_floor_in_order(
+    index: KnowledgeIndex,
+) -> None:
+    from lookup_knowledge.engine import scoring
+
+    query = "redis memory eviction slow"
+    graded = index.grade(query)
+    assert not isinstance(graded, NoEvidenceBasis)
+    order = graded.order.tolist()
+    expected = [order[0]] + [i for i in order[1:] if graded.quality[i] >= scoring.HIT_FLOOR]
+    assert len(expected) < len(order)  # some candidate is under the floor: the rule is seen
+    for top_k in (1, 3, len(order)):
+        hits = index.search(query, top_k=top_k).hits
+        assert [(h.quality_score, h.rank_score) for h in hits] == [
+            (float(graded.quality[i]), float(graded.ranks[i])) for i in expected[:top_k]
+        ]
+        chunks = [index.chunk(int(graded.candidates[i])) for i in expected[:top_k]]
+        assert [h.chunk for h in hits] == chunks
+
+
 def test_the_same_query_always_gives_the_same_answer(index: KnowledgeIndex) -> None:
     first = index.search("redis memory eviction", top_k=10)
     second = index.search("redis memory eviction", top_k=10)

@@ -279,15 +279,20 @@ class KnowledgeIndex:
         order, quality = graded.order, graded.quality
         if quality[order[0]] < scoring.REFERENCE_THRESHOLD:
             return SearchResult((), graded.recall_count, NoEvidenceBasis.ALL_BELOW_THRESHOLD)
-        hits: list[Hit] = []
-        for i in order.tolist():
-            if hits and quality[i] < scoring.HIT_FLOOR:
-                continue
-            position = int(graded.candidates[i])
-            hits.append(Hit(self._chunks[position], float(quality[i]), float(graded.ranks[i])))
-            if len(hits) == top_k:
-                break
-        return SearchResult(tuple(hits), graded.recall_count, None)
+        # The first hit, then the others down to HIT_FLOOR, in order: picked at once, not by
+        # walking every candidate.
+        rest = order[1:]
+        shown = np.concatenate((order[:1], rest[quality[rest] >= scoring.HIT_FLOOR]))[:top_k]
+        hits = tuple(
+            Hit(self._chunks[position], score, rank)
+            for position, score, rank in zip(
+                graded.candidates[shown].tolist(),
+                quality[shown].tolist(),
+                graded.ranks[shown].tolist(),
+                strict=True,
+            )
+        )
+        return SearchResult(hits, graded.recall_count, None)
 
     def grade(
         self, query: str, filters: Mapping[str, str] | None = None
