@@ -446,6 +446,12 @@ class KnowledgeIndex:
     ) -> None:
         """Add a concept's best title-field BM25 to `titles`, and the IDF of each of its forms
         a title field holds to `named` (a field in two languages holds two of them)."""
+        if len(concept.variants) == 1:  # its best form is its one form: no maximum to take
+            term = self._vocabulary[concept.variants[0]]
+            weight = self._chunk_postings.idf(term)
+            self._title_postings.add_scores(titles, term, factor * weight)
+            self._title_postings.mark(named, term, weight)
+            return
         best = np.zeros_like(titles)
         for variant in concept.variants:
             term = self._vocabulary[variant]

@@ -36,6 +36,7 @@ class Postings:
         counts_per_term = np.bincount(bags.term, minlength=len(bags.words))
         self._offsets = np.concatenate(([0], np.cumsum(counts_per_term))).astype(np.int64)
         self.document_frequency = counts_per_term.astype(np.int32)
+        self._idf: dict[int | None, float] = {}  # `idf`, of the terms asked so far
         # A small corpus (the bundled KB: 4,279 terms × 276 chunks) also keeps its postings
         # dense, 5 bytes a cell (6 MB there): which units hold each term and the term's BM25
         # weight in each. The some 40 `holds` and 20 score updates of a search are then one
@@ -66,9 +67,14 @@ class Postings:
                 self._rows[term_id] = row
 
     def idf(self, term_id: int | None) -> float:
-        """BM25's IDF over these units; a term in no unit gets the largest."""
-        df = 0 if term_id is None else int(self.document_frequency[term_id])
-        return idf(df, self.unit_count)
+        """BM25's IDF over these units; a term in no unit gets the largest. Kept once asked:
+        a search asks it of the same few terms many times, and a numpy scalar's `int` and a
+        logarithm cost more than a look-up."""
+        found = self._idf.get(term_id)
+        if found is None:
+            df = 0 if term_id is None else int(self.document_frequency[term_id])
+            found = self._idf[term_id] = idf(df, self.unit_count)
+        return found
 
     def add_scores(self, scores: np.ndarray, term_id: int, factor: float) -> None:
         """scores[unit] += factor · bm25 weight, for every unit holding the term."""
