@@ -231,8 +231,11 @@ class Grader:
         np.maximum.at(best, docs, ranks)
         if len(best) == 1:
             return np.zeros(len(docs))
-        first, second = np.argsort(-best, kind="stable")[:2]
-        other: np.ndarray = np.where(docs == first, best[second], best[first])
+        first = int(best.argmax())  # the first of the best: a stable sort's first
+        top = float(best[first])
+        best[first] = -np.inf
+        runner_up = float(best.max())
+        other: np.ndarray = np.where(docs == first, runner_up, top)
         return other
 
     def _in_chunk(

@@ -75,9 +75,10 @@ def scope_weight(weights: Sequence[float]) -> float:
 
 def margin(rank: np.ndarray, best_other: np.ndarray) -> np.ndarray:
     """How far each hit's rank is ahead of (> 0) or behind (< 0) the best other document."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.where(rank > 0, (rank - best_other) / rank, -1.0)
-    return np.clip(value, -1.0, 1.0)
+    value = np.full(len(rank), -1.0)
+    np.divide(rank - best_other, rank, out=value, where=rank > 0)
+    np.minimum(np.maximum(value, -1.0, out=value), 1.0, out=value)
+    return value
 
 
 def features(
@@ -90,15 +91,12 @@ def features(
     """The feature matrix (candidates × FEATURES) the calibrated grade is computed from;
     `support` and `heading` are shares of the scope, `margin` is in [−1, 1],
     `heading_coverage` a share of the hit's heading terms."""
-    support = np.clip(support, 0.0, 1.0)
-    return np.column_stack(
-        (
-            support,
-            support * margin,
-            np.clip(heading, 0.0, 1.0),
-            np.clip(heading_coverage, 0.0, 1.0),
-        )
-    )
+    matrix = np.empty((len(support), len(FEATURES)))
+    # Each column clipped into [0, 1] in place (ufuncs: `np.clip` costs several times more).
+    for column, values in ((0, support), (2, heading), (3, heading_coverage)):
+        np.minimum(np.maximum(values, 0.0), 1.0, out=matrix[:, column])
+    np.multiply(matrix[:, 0], margin, out=matrix[:, 1])
+    return matrix
 
 
 def quality(matrix: np.ndarray) -> np.ndarray:
