@@ -30,6 +30,18 @@ def test_bigrams_are_the_adjacent_pairs_of_each_cjk_run() -> None:
     assert bigrams("") == []
 
 
+def test_a_short_query_reads_the_same_bigram_terms_as_a_long_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = _bigrams_of(["容器抓包定位", "网络抓包，问题定位", "\U00020000\U00020001 扩展"])
+    queries = ["容器里抓包 定位问题", "抓包抓包", "no cjk", "网络\uff0c问题", "容器"]
+    short = [index.terms(q) for q in queries]
+    monkeypatch.setattr(ngrams, "SHORT_TEXT", 0)  # every query through the long texts' path
+
+    assert [index.terms(q) for q in queries] == short
+    assert short[0] and short[1] == index.terms("抓包") and short[2] == []
+
+
 def test_a_pair_across_two_blocks_of_a_long_text_is_found_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -15,6 +15,7 @@ not read at all.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +28,12 @@ _PLANE = 0x110000  # a bigram's key: first code point × _PLANE + second
 
 
 _BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus needs
+SHORT_TEXT = 512  # up to this many characters, a query's pairs are read character by character
+
+
+def _is_cjk(character: str) -> bool:
+    point = ord(character)
+    return any(low <= point <= high for low, high in tokenize.CJK_RANGES)
 
 
 def _pairs(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -88,9 +95,17 @@ class ChunkBigrams:
 
     def terms(self, query: str) -> list[int]:
         """The distinct bigrams of `query` (normalized) some chunk holds, as term numbers."""
-        if self.empty:
+        if self.empty or query.isascii():
             return []
-        keys = np.unique(bigram_keys(query))
+        if len(query) <= SHORT_TEXT:  # a question: a set of pairs costs less than numpy's passes
+            found = {
+                ord(a) * _PLANE + ord(b)
+                for a, b in itertools.pairwise(query)
+                if _is_cjk(a) and _is_cjk(b)
+            }
+            keys = np.array(sorted(found), dtype=np.int64)
+        else:
+            keys = np.unique(bigram_keys(query))
         if len(keys) == 0:
             return []
         at = np.searchsorted(self._keys, keys)
