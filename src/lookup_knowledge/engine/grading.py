@@ -215,15 +215,15 @@ class Grader:
         if concept.known is Known.SUBSTRING:
             texts = self._heading_texts
             return np.array([concept.token in texts[c] for c in candidates.tolist()], dtype=bool)
-        held = np.zeros(len(candidates), dtype=bool)
+        held: np.ndarray | None = None
         for variant in concept.variants:
             term = self._vocabulary[variant]
             in_this = self._heading_postings.holds(term, candidates)
-            held |= in_this
+            held = in_this if held is None else held | in_this
             if term not in named:
                 named.add(term)
                 heading_named += self._term_idf[term] * in_this
-        return held
+        return np.zeros(len(candidates), dtype=bool) if held is None else held
 
     def _best_other(self, docs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         """Each candidate's best rank of a candidate of any other document."""

@@ -180,6 +180,7 @@ class KnowledgeIndex:
             vocabulary=self._vocabulary,
         )
         frequency = self._chunk_postings.document_frequency.tolist()
+        self._frequency = frequency  # chunks holding each term, as ints (`_weight`)
         self._neighbours = Neighbours(words, frequency)
         # The same, among the words as written: a typo is of what was typed, not of its stem
         # (`nothing` is far from `another`, though its stem `noth` is one edit from `anoth`).
@@ -388,8 +389,7 @@ class KnowledgeIndex:
             int(np.count_nonzero(verbatim))
             if verbatim is not None
             else max(
-                int(self._chunk_postings.document_frequency[self._vocabulary[v]])
-                for v in (concept.variants or concept.bridges)
+                self._frequency[self._vocabulary[v]] for v in (concept.variants or concept.bridges)
             )
         )
         factor = query_reading.TYPO_FACTOR if concept.known is Known.TYPO else 1.0
