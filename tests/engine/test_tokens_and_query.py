@@ -321,6 +321,33 @@ def test_the_ordinals_of_headings_and_list_items_are_stripped(text: str, strippe
     assert tokenize.strip_enumeration(text) == stripped
 
 
+def test_the_digit_class_is_what_isdigit_accepts() -> None:
+    import re
+
+    digit = re.compile(tokenize.DIGIT)
+    assert [c for c in map(chr, range(0x110000)) if bool(digit.fullmatch(c)) != c.isdigit()] == []
+
+
+def _strip_enumeration_line_by_line(text: str) -> str:
+    """The rule as first written: every line looked at in Python."""
+    import unicodedata
+
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.lstrip(" \t#\u3000")[:1].isdigit():
+            continue
+        line = unicodedata.normalize("NFKC", line)
+        if (match := tokenize._ORDINAL.match(line)) is not None:
+            lines[i] = match.group(1) + line[match.end() :]
+    return "\n".join(lines)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("12.)、 \t#\u3000\n\r①⒈²１ab确认-")), max_size=40))
+def test_a_text_without_numbered_lines_is_skipped_with_the_same_result(text: str) -> None:
+    assert tokenize.strip_enumeration(text) == _strip_enumeration_line_by_line(text)
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -146,11 +146,29 @@ _ORDINAL = re.compile(
 )
 
 
+# What `str.isdigit` accepts: the decimal digits (`\d`) and the other digits of Unicode
+# (superscripts, subscripts, circled and parenthesized digits: `²`, `①`, `⒈`); a test checks
+# this class against every code point.
+DIGIT = (
+    r"(?:\d|[\u00b2\u00b3\u00b9\u1369-\u1371\u19da\u2070\u2074-\u2079\u2080-\u2089"
+    r"\u2460-\u2468\u2474-\u247c\u2488-\u2490\u24ea\u24f5-\u24fd\u24ff\u2776-\u277e"
+    r"\u2780-\u2788\u278a-\u2792\U00010a40-\U00010a43\U00010e60-\U00010e68"
+    r"\U00011052-\U0001105a\U0001f100-\U0001f10a])"
+)
+# A line that starts, past its indent and heading marks, with a digit: one that may be numbered.
+# Searched in "\n" + the text: a pattern that starts with a literal is looked for by a fast
+# scan for it, where `^` under MULTILINE is tried at every position.
+_NUMBERED_LINE = re.compile(rf"\n[ \t#\u3000]*{DIGIT}")
+
+
 def strip_enumeration(text: str) -> str:
     """`text` without the ordinals that number its headings and list items (a document's, and
     a query's as pasted from one): they say where a step stands, not what it is about, so `2`
     is no word of the section `2. Look at sessions on the database`. Line by line: a regex
-    over the whole text would try every digit of it."""
+    over the whole text would try every digit of it; a text with no line that starts with a
+    digit (most chunks) is returned as it is, after one scan in C."""
+    if _NUMBERED_LINE.search("\n" + text) is None:
+        return text
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if not line.lstrip(" \t#\u3000")[:1].isdigit():
