@@ -730,6 +730,7 @@ def test_a_host_name_counts_only_as_far_as_the_corpus_writes_it(
     line = "[ERROR] plugin/errors: 2 api.partner-pay.com. A: read udp i/o timeout"
     assert {"partner", "pay"}.isdisjoint(tokens(line))
     assert "timeout" in tokens(line)
+    assert "partner" not in tokens("访问api.partner-pay.com超时了")  # no space around it
     asked = tokens("lookup orders.prod.svc.cluster.local times out")
     assert "prod" not in asked and "order" not in asked
     assert {"svc", "cluster", "local"} <= asked  # the ending the corpus writes stays

@@ -107,9 +107,9 @@ _LOG_LEVEL = re.compile(
 _PUBLIC_TLD = r"(?:com|net|org|io|cn)"
 _PRIVATE_TLD = r"(?:internal|local|example|corp|lan)"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-HOST_NAME = re.compile(
-    rf"(?<![\w@/.-])(?:(?:{_LABEL}\.){{2,}}{_PUBLIC_TLD}|(?:{_LABEL}\.)+{_PRIVATE_TLD})\.?"
-    r"(?![\w-]|\.\w)",
+HOST_NAME = re.compile(  # bounded by ASCII only: `访问api.shop.internal超时` holds one too
+    rf"(?<![A-Za-z0-9_@/.-])(?:(?:{_LABEL}\.){{2,}}{_PUBLIC_TLD}|(?:{_LABEL}\.)+{_PRIVATE_TLD})"
+    r"\.?(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
     re.IGNORECASE,
 )
 
