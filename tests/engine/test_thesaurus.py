@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
@@ -79,6 +81,36 @@ def test_a_lay_expression_matches_its_words_in_order_close_together(
     sequence: list[str], matches: bool
 ) -> None:
     assert Bridge(("node", "agent"), "", ("kubelet",)).matches(sequence, "") is matches
+
+
+def _matches_by_scanning(words: tuple[str, ...], sequence: list[str]) -> bool:
+    """The rule as first written: every start scanned, each next word by `list.index`."""
+    from lookup_knowledge.engine.lexicon import GAP
+
+    for start, token in enumerate(sequence):
+        if token != words[0]:
+            continue
+        place, reach = start, start + len(words) + GAP
+        for word in words[1:]:
+            try:
+                place = sequence.index(word, place + 1, reach)
+            except ValueError:
+                break
+        else:
+            return True
+    return False
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcd"), min_size=1, max_size=4),
+    st.lists(st.sampled_from("abcde"), max_size=12),
+)
+def test_a_lay_expression_is_matched_by_its_places_as_by_scanning(
+    words: list[str], sequence: list[str]
+) -> None:
+    bridge = Bridge(tuple(words), "", ("kubelet",))
+    assert bridge.matches(sequence, "") is _matches_by_scanning(tuple(words), sequence)
 
 
 def test_a_chinese_expression_matches_verbatim_whatever_the_segmenter_did() -> None:

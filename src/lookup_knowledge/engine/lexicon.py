@@ -39,9 +39,10 @@ and is unusable. How a match counts is `engine.query`'s and `engine.index`'s bus
 
 from __future__ import annotations
 
+import bisect
 import importlib.resources
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,19 +93,32 @@ class Bridge:
         statefulset"), or (Chinese) verbatim in its normalized, space-free `text`."""
         if self.verbatim:
             return self.verbatim in text
+        return self.said_in(positions(sequence))
+
+    def said_in(self, at: Mapping[str, Sequence[int]]) -> bool:
+        """`matches` for a Latin expression, on where each token of a query stands (`at`:
+        `positions`): each word the first of its places after the one before, within the
+        expression's reach."""
         words = self.words
-        for start, token in enumerate(sequence):
-            if token != words[0]:
-                continue
+        for start in at.get(words[0], ()):
             place, reach = start, start + len(words) + GAP
             for word in words[1:]:
-                try:
-                    place = sequence.index(word, place + 1, reach)
-                except ValueError:
+                places = at.get(word, ())
+                k = bisect.bisect_right(places, place)
+                if k == len(places) or places[k] >= reach:
                     break
+                place = places[k]
             else:
                 return True
         return False
+
+
+def positions(sequence: Sequence[str]) -> dict[str, list[int]]:
+    """Where each token of a query stands, in order."""
+    at: dict[str, list[int]] = {}
+    for place, token in enumerate(sequence):
+        at.setdefault(token, []).append(place)
+    return at
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,11 +256,12 @@ class Lexicon:
     def said(self, sequence: Sequence[str], text: str) -> list[Bridge]:
         """The bridges whose lay expression a query says (`Bridge.matches`), in file order
         within each script: `sequence` its tokens in order, `text` normalized without spaces."""
+        places = positions(sequence)  # in the order the query first says each token
         found = [
             bridge
-            for token in dict.fromkeys(sequence)
+            for token in places
             for bridge in self._by_first.get(token, ())
-            if bridge.matches(sequence, text)
+            if (bridge.verbatim in text if bridge.verbatim else bridge.said_in(places))
         ]
         if self._verbatim and tokenize.has_cjk(text):
             # Only the expressions that start with a character of the text can be in it.
