@@ -190,7 +190,8 @@ def read_query(
     in_text = functools.cache(in_text)  # a scan of the corpus's text: once per word and query
     respelt = _respellings(text, held, in_text, respell)
     misspelt = {c for _span, _word, characters in respelt for c in characters}
-    read = [t for t in _tokens(text, lexicon, held, in_text) if t.text not in misspelt]
+    stripped = tokenize.strip_log_structure(text)  # once: its tokens, compounds and runs
+    read = [t for t in _tokens(stripped, lexicon, held, in_text) if t.text not in misspelt]
     for token in read:
         if token.whole:
             if has_term(token.text) and token.text not in wholes:
@@ -206,10 +207,10 @@ def read_query(
                 concept = replace(concept, discourse=True)
             concepts[token.text] = concept
     joined = []
-    for pair in (*_joined_words(text), *_inner_compounds(text)):
+    for pair in (*_joined_words(text), *_inner_compounds(stripped)):
         if has_term(pair) and pair not in wholes and pair not in concepts and pair not in joined:
             joined.append(pair)  # `crash loop`, `kube api`: the corpus's `crashloop`
-    for run in tokenize.latin_runs(tokenize.strip_log_structure(text)):
+    for run in tokenize.latin_runs(stripped):
         if held_verbatim(run) and run not in concepts:  # noise to most corpora, not to this
             concepts[run] = Concept(run, (), Known.SUBSTRING)
     for span, word, _characters in respelt:
@@ -242,14 +243,15 @@ def _joined_words(text: str) -> list[str]:
     return [tokenize.stem((m.group(1) + m.group(2)).lower()) for m in _WORD_PAIR.finditer(plain)]
 
 
-def _inner_compounds(text: str) -> list[str]:
+def _inner_compounds(stripped: str) -> list[str]:
     """The compounds inside the query's identifiers (`tokenize.inner_compounds`), as the
     index adds them to its texts: a page's name `KubeDaemonSetMisScheduled` holds
-    `daemonset`, so the same name asked holds it too, and names all of its title."""
+    `daemonset`, so the same name asked holds it too, and names all of its title.
+    `stripped`: the query without its log structure (`tokenize.strip_log_structure`): a log
+    line's keys and levels are no words of the question (`scrape_pool=`, `E0607`), as its
+    tokens read it."""
     found: dict[str, None] = {}
-    # A log line's keys and levels are no words of the question (`scrape_pool=`, `E0607`),
-    # as its tokens read it.
-    plain = unicodedata.normalize("NFKC", tokenize.strip_log_structure(text))
+    plain = unicodedata.normalize("NFKC", stripped)
     for run in tokenize.RUN.findall(plain):
         found.update(dict.fromkeys(tokenize.inner_compounds(run)))
     return list(found)
@@ -359,11 +361,11 @@ class _Held:
 
 
 def _tokens(
-    text: str, lexicon: Lexicon, held: _Held, in_text: Callable[[str], bool]
+    stripped: str, lexicon: Lexicon, held: _Held, in_text: Callable[[str], bool]
 ) -> list[tokenize.Token]:
+    """The tokens of the query without its log structure (`stripped`)."""
     out: list[tokenize.Token] = []
-    text = tokenize.strip_log_structure(text)
-    for token in tokenize.tokens(text, lexicon.stopwords, search_mode=False):
+    for token in tokenize.tokens(stripped, lexicon.stopwords, search_mode=False):
         word = token.text
         if (
             len(word) > 1
