@@ -715,7 +715,7 @@ def test_a_host_name_counts_only_as_far_as_the_corpus_writes_it(
             "dns.md": (
                 "# DNS timeouts\n\nA service name such as web.default.svc.cluster.local "
                 "resolves through CoreDNS; its upstream times out. Images come from "
-                "registry.k8s.io.\n"
+                "https://registry.k8s.io/v2/.\n"
             ),
             "pay.md": "# Payment partner\n\nThe partner pays the invoice.\n",
         }
@@ -734,7 +734,14 @@ def test_a_host_name_counts_only_as_far_as_the_corpus_writes_it(
     asked = tokens("lookup orders.prod.svc.cluster.local times out")
     assert "prod" not in asked and "order" not in asked
     assert {"svc", "cluster", "local"} <= asked  # the ending the corpus writes stays
-    assert "registry.k8s.io" in tokens("pull registry.k8s.io/pause fails")  # written whole
+    assert {"registri", "k8s"} <= tokens("pull registry.k8s.io/pause fails")  # a URL's host
+    assert tokenize.host_endings("from https://registry.k8s.io/v2/ or web.svc.local:53") == {
+        "registry.k8s.io",
+        "k8s.io",
+        "web.svc.local",
+        "svc.local",
+    }
+    assert tokenize.host_endings("a partner pays; see the docs.") == set()
     # Two labels under a public domain are as often a product: left as they are.
     assert "nvidia" in tokens("nvidia.com/gpu resources")
 

@@ -211,6 +211,11 @@ class KnowledgeIndex:
             for run in tokenize.noise_runs(text):
                 noise.setdefault(run, []).append(position)
         self._noise_runs = {r: np.array(c, dtype=np.int64) for r, c in noise.items()}
+        # The endings of the host names the chunks write (`svc.cluster.local`): what of a query's
+        # host names counts (`_host_as_written`), found once here, not by scanning the text.
+        self._host_endings: set[str] = set()
+        for text in normalized:
+            self._host_endings |= tokenize.host_endings(text)
         logger.info(
             "indexed %d documents, %d chunks (%d placeholder chunks left out)",
             len(self.documents),
@@ -513,14 +518,14 @@ class KnowledgeIndex:
 
     def _host_as_written(self, match: re.Match[str]) -> str:
         """A host name of the query, as far as the corpus writes it: its longest ending of
-        two labels or more that some chunk holds (`svc.cluster.local` of
+        two labels or more that ends a host name some chunk writes (`svc.cluster.local` of
         `payments.prod.svc.cluster.local`, `registry.k8s.io` whole), else nothing. The rest
         names the asker's own machines and services (`api.partner-pay.com`), which no page
         is about, and whose words (`partner`, `pay`) would match pages by chance."""
         labels = match.group(0).rstrip(".").split(".")
         for start in range(len(labels) - 1):
             ending = ".".join(labels[start:])
-            if ending.lower() in self._text:
+            if ending.lower() in self._host_endings:
                 return f" {ending} "
         return " "
 

@@ -107,11 +107,32 @@ _LOG_LEVEL = re.compile(
 _PUBLIC_TLD = r"(?:com|net|org|io|cn)"
 _PRIVATE_TLD = r"(?:internal|local|example|corp|lan)"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-HOST_NAME = re.compile(  # bounded by ASCII only: `访问api.shop.internal超时` holds one too
-    rf"(?<![A-Za-z0-9_@/.-])(?:(?:{_LABEL}\.){{2,}}{_PUBLIC_TLD}|(?:{_LABEL}\.)+{_PRIVATE_TLD})"
-    r"\.?(?![A-Za-z0-9_-]|\.[A-Za-z0-9])",
+_HOST_START = r"(?<![A-Za-z0-9_@/.-])"  # bounded by ASCII only: `访问api.shop.internal超时`
+_HOST_END = r"\.?(?![A-Za-z0-9_-]|\.[A-Za-z0-9])"
+HOST_NAME = re.compile(
+    rf"{_HOST_START}(?:(?:{_LABEL}\.){{2,}}{_PUBLIC_TLD}|(?:{_LABEL}\.)+{_PRIVATE_TLD}){_HOST_END}",
     re.IGNORECASE,
 )
+# A corpus's host names of any length under those domains (`k8s.io`, `svc.cluster.local`), and
+# what every text holding one holds: a dot and such a domain. The hint starts with its one
+# literal, so a text without one is skipped by a fast scan for dots.
+# Both read lowercased text (`normalize`): case-blind matching costs a third more.
+_ANY_HOST = re.compile(  # a URL's host too (`https://registry.k8s.io/v2/`)
+    rf"(?<![a-z0-9_@.-])(?:{_LABEL}\.)+(?:{_PUBLIC_TLD}|{_PRIVATE_TLD}){_HOST_END}"
+)
+_HOST_HINT = re.compile(rf"\.(?:{_PUBLIC_TLD}|{_PRIVATE_TLD})(?![a-z0-9_-])")
+
+
+def host_endings(text: str) -> set[str]:
+    """Every ending of two labels or more of the host names `text` (lowercased: `normalize`)
+    writes: `registry.k8s.io/pause` gives `registry.k8s.io` and `k8s.io`."""
+    if _HOST_HINT.search(text) is None:
+        return set()
+    endings: set[str] = set()
+    for match in _ANY_HOST.finditer(text):
+        labels = match.group(0).rstrip(".").split(".")
+        endings.update(".".join(labels[start:]) for start in range(len(labels) - 1))
+    return endings
 
 
 def strip_log_structure(text: str) -> str:
