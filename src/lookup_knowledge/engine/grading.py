@@ -124,29 +124,12 @@ class Grader:
                 through = (1 - scoring.DOCUMENT_SHARE) * self._holds(
                     self._chunk_postings, via, candidates
                 ) + scoring.DOCUMENT_SHARE * self._holds(self._doc_postings, via, docs)
-                in_bridged_heading = np.zeros(count, dtype=bool)
-                for bridge in concept.bridges:
-                    in_bridged_heading |= self._heading_postings.holds(
-                        self._vocabulary[bridge], candidates
-                    )
                 bridged_share[i] = factor * through
                 bridged_credit[i] = factor * (through > 0)
-                bridged_held[i] = factor * in_bridged_heading
-        for whole in read.wholes:
-            term = self._vocabulary[whole]
-            if term not in named:
-                named.add(term)
-                heading_named += self._term_idf[term] * self._heading_postings.holds(
-                    term, candidates
-                )
+                bridged_held[i] = factor * self._holds(self._heading_postings, via, candidates)
+        self._name(read.wholes, candidates, named, heading_named)
         bridges_named = np.zeros(count)  # heading term weight the bridge terms name
-        for bridge in read.bridges:
-            number = self._vocabulary[bridge]
-            if number not in named:
-                named.add(number)
-                bridges_named += self._term_idf[number] * self._heading_postings.holds(
-                    number, candidates
-                )
+        self._name(read.bridges, candidates, named, bridges_named)
         credit = (share > 0).astype(np.float64)
         return Coverage(
             own=Counted(share, credit, held, own_counts),
@@ -224,6 +207,17 @@ class Grader:
                 named.add(term)
                 heading_named += self._term_idf[term] * in_this
         return np.zeros(len(candidates), dtype=bool) if held is None else held
+
+    def _name(
+        self, words: Sequence[str], candidates: np.ndarray, named: set[int], into: np.ndarray
+    ) -> None:
+        """Add to `into` the IDF weight of each of `words` not `named` yet, where a
+        candidate's heading path or tags hold it (each term once: `named`)."""
+        for word in words:
+            term = self._vocabulary[word]
+            if term not in named:
+                named.add(term)
+                into += self._term_idf[term] * self._heading_postings.holds(term, candidates)
 
     def _best_other(self, docs: np.ndarray, ranks: np.ndarray) -> np.ndarray:
         """Each candidate's best rank of a candidate of any other document."""

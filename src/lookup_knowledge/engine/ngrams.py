@@ -31,11 +31,6 @@ _BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus ne
 SHORT_TEXT = 512  # up to this many characters, a query's pairs are read character by character
 
 
-def _is_cjk(character: str) -> bool:
-    point = ord(character)
-    return any(low <= point <= high for low, high in tokenize.CJK_RANGES)
-
-
 def _pairs(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Where each pair of adjacent CJK characters of `text` starts, and its key, in order."""
     starts, keys = [], []
@@ -101,7 +96,7 @@ class ChunkBigrams:
             found = {
                 ord(a) * _PLANE + ord(b)
                 for a, b in itertools.pairwise(query)
-                if _is_cjk(a) and _is_cjk(b)
+                if tokenize.is_cjk_word(a + b)
             }
             keys = np.array(sorted(found), dtype=np.int64)
         else:
