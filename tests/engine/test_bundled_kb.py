@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +15,7 @@ from lookup_knowledge.engine import create_engine_app
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex
 from lookup_knowledge.engine.markdown import DEFAULT_MAX_CHUNK_CHARS, Document
+from lookup_knowledge.engine.scoring import Level
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +217,27 @@ def test_a_long_report_about_something_else_has_no_evidence(
 
     assert result.hits == ()
     assert result.no_evidence_basis == "all_below_threshold"
+
+
+def _random_text(alphabet: str, length: int, seed: int) -> str:
+    draw = random.Random(seed)
+    return "".join(draw.choice(alphabet) for _ in range(length))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_chinese_characters_are_no_evidence(
+    index: KnowledgeIndex, documents: list[Document], seed: int
+) -> None:
+    """Random characters hold hundreds of words by chance; covering sixteen of them covers
+    nothing (docs/retrieval.md#quality-score). Drawn from the characters the knowledge base
+    writes most, a thousand of them may still reach REFERENCE, never PRECISE."""
+    counts = Counter(
+        c for d in documents for chunk in d.chunks for c in chunk.content if "一" <= c <= "鿿"
+    )
+    commonest = "".join(c for c, _ in counts.most_common(400))
+    anywhere = "".join(chr(point) for point in range(0x4E00, 0x9FA6))
+    for alphabet, length in ((anywhere, 1000), (anywhere, 4000), (commonest, 4000)):
+        result = index.search(_random_text(alphabet, length, seed), top_k=5)
+        assert result.hits == (), (alphabet[:10], length, result.hits[0].quality_score)
+    result = index.search(_random_text(commonest, 1000, seed), top_k=5)
+    assert all(hit.level is not Level.PRECISE for hit in result.hits)

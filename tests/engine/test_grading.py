@@ -44,3 +44,11 @@ def test_heading_coverage_weighs_the_rare_title_words_more(tmp_path: Path) -> No
     rare, common = coverage("autoscaler maxed"), coverage("node")
 
     assert 0.0 < common < 0.5 < rare < 1.0
+
+
+def test_the_scope_is_the_heaviest_concepts_or_a_share_of_them_all() -> None:
+    """Sixteen concepts make a full question; a query of many more is never covered by
+    covering sixteen of them (docs/retrieval.md#quality-score)."""
+    assert scoring.scope_weight([3.0, 1.0, 2.0]) == 6.0
+    assert scoring.scope_weight([1.0] * 40) == 16.0  # 40 / 3 is less
+    assert scoring.scope_weight([1.0] * 90) == 30.0  # a third of 90, above the sixteen
