@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lookup_knowledge.engine import index as index_module
 from lookup_knowledge.engine import ngrams
@@ -70,6 +72,43 @@ def test_a_latin_corpus_has_no_bigrams() -> None:
 
     assert pairs.empty
     assert pairs.terms("网络抓包") == []
+
+
+_TEXTS = ["容器抓包定位", "网络抓包，问题定位", "kubectl logs 容器日志"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="容器抓包定位网络问题日志内存x", min_size=2, max_size=6))
+def test_a_word_whose_pairs_some_chunk_lacks_is_in_no_text(word: str) -> None:
+    """`holds_pairs` is necessary for a word to be in the text: it never says no to one that
+    is (so `KnowledgeIndex._in_text` may skip the scan when it says no)."""
+    pairs = _bigrams_of(_TEXTS)
+    if any(word in text for text in _TEXTS):
+        assert pairs.holds_pairs(word)
+    if not pairs.holds_pairs(word):
+        assert not any(word in text for text in _TEXTS)
+
+
+def test_pairs_no_chunk_holds_are_told_apart() -> None:
+    pairs = _bigrams_of(_TEXTS)
+
+    assert pairs.holds_pairs("抓包定位")  # in the first chunk
+    assert pairs.holds_pairs("容器抓包定位")
+    assert pairs.holds_pairs("网络抓包定位")  # every pair held, the word in no chunk
+    assert not pairs.holds_pairs("包容")  # across two chunks: no pair of any
+    assert not pairs.holds_pairs("内存")
+    assert not _bigrams_of(["redis memory"]).holds_pairs("内存")
+
+
+def test_the_index_finds_a_chinese_word_verbatim_as_a_scan_would(write_docs: WriteDocs) -> None:
+    index = KnowledgeIndex(
+        load_documents(
+            write_docs({"a.md": "# 抓包\n\n容器里抓包定位问题。\n", "b.md": "# 日志\n\n看日志。\n"})
+        )
+    )
+
+    for word in ("里抓包", "包定", "抓包定位问题", "定位日志", "日志抓包", "问题。"):
+        assert index._in_text(word) == (word in index._text), word
 
 
 def _ranked(index: KnowledgeIndex, query: str) -> list[tuple[str, float, float]]:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lookup_knowledge.engine import query as query_module
 from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.bags import Bags, bags
 from lookup_knowledge.engine.corpus import load_documents
@@ -114,6 +115,23 @@ def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
     assert kinds["consumr"] is Known.TYPO and "x187" not in kinds
     assert result.hits[0].chunk.source == "kafka.md"
     assert result.hits[0].level is Level.PRECISE
+
+
+def test_only_the_first_typo_readings_of_a_query_are_typos(
+    write_docs: Callable[[dict[str, str]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paste of hundreds of unknown words is not compared word by word with the corpus's
+    words: past `TYPO_READINGS` of them, an unknown word is one the corpus lacks."""
+    index = small_index(write_docs)
+    query = "kafka consumre dsik resolutoin lookpus"
+
+    def typos() -> list[str]:
+        return [c.token for c in index.read(query).concepts if c.known is Known.TYPO]
+
+    every = typos()
+    assert every == ["consumr", "dsik", "resolutoin", "lookpus"]
+    monkeypatch.setattr(query_module, "TYPO_READINGS", 2)
+    assert typos() == every[:2]
 
 
 def test_a_typo_is_read_against_the_words_as_written(

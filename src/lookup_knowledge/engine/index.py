@@ -530,6 +530,11 @@ class KnowledgeIndex:
         return " "
 
     def _in_text(self, word: str) -> bool:
+        """Whether some chunk's text holds `word` verbatim. A Chinese word one of whose
+        character pairs no chunk holds is not looked for: a query of random characters asks
+        this of thousands of words, each a scan of the whole text."""
+        if len(word) > 1 and tokenize.is_cjk_word(word) and not self._bigrams.holds_pairs(word):
+            return False
         return word in self._text
 
     def _holds_run(self, token: str) -> bool:

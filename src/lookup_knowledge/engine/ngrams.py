@@ -108,6 +108,16 @@ class ChunkBigrams:
         held: list[int] = at[self._keys[at] == keys].tolist()
         return held
 
+    def holds_pairs(self, word: str) -> bool:
+        """Whether some chunk holds every pair of adjacent characters of `word` (a CJK word of
+        two characters or more, normalized): a word that some chunk's text holds does, so a
+        word that fails cannot be in the text (`KnowledgeIndex._in_text`)."""
+        keys = np.array([ord(a) * _PLANE + ord(b) for a, b in itertools.pairwise(word)])
+        if self.empty:
+            return False
+        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        return bool((self._keys[at] == keys).all())
+
     def rank(self, terms: Sequence[int], document_mix: float) -> np.ndarray:
         """Each chunk's BM25 over its bigrams plus `document_mix` × its document's."""
         chunks = np.zeros(self._chunks.unit_count)

@@ -11,7 +11,10 @@ concept weighs depends on what the corpus knows of it:
 * **typo** — a Latin word the corpus lacks, no English word (below), that is within one or
   two edits of a corpus word (`engine.fuzzy`; as typed, among the corpus's words as written,
   when the stemmer changed it: `nothing` is no slip of `another`, though `noth` is one edit
-  from `anoth`): it stands for that word, at `TYPO_FACTOR` of its weight. Chinese
+  from `anoth`): it stands for that word, at `TYPO_FACTOR` of its weight. Only the first
+  `TYPO_READINGS` such words of a query are read as typos, the rest as the words the corpus
+  lacks they are: a real question has a few, a paste of thousands of random letters has
+  hundreds, each compared with dozens of corpus words. Chinese
   characters the segmenter could not read as a word the corpus knows (a word the corpus
   lacks, or two or more lone characters in a row) that differ from a corpus
   word in one character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word,
@@ -84,6 +87,7 @@ WORD_MIN_LETTERS = 5  # shorter dictionary words may still be typos (`leas`, `fi
 COMMON_MIN_LETTERS = 4  # down to this length, a common word as typed is a word (`link`)
 WORD_MIN_CHARACTERS = 3  # a Chinese word of two is as often the question's subject (`过期`)
 ABSENT_FACTOR = 2.0  # an identifier the corpus lacks, of the rarest word's weight
+TYPO_READINGS = 32  # words of one query read as typos at most: no tune question needs 9
 COUNT_MAX_DIGITS = 2  # a number this short is a count or an ordinal, seldom a code
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
@@ -188,6 +192,7 @@ def read_query(
     wholes: list[str] = []
     held = _Held(lexicon, has_term, translate)
     in_text = functools.cache(in_text)  # a scan of the corpus's text: once per word and query
+    nearest = _at_most(nearest, TYPO_READINGS)
     respelt = _respellings(text, held, in_text, respell)
     misspelt = {c for _span, _word, characters in respelt for c in characters}
     stripped = tokenize.strip_log_structure(text)  # once: its tokens, compounds and runs
@@ -358,6 +363,19 @@ class _Held:
     def forms(self, word: str) -> tuple[str, ...]:
         own = tuple(sorted(v for v in self.lexicon.variants(word) if self.has_term(v)))
         return own or tuple(sorted(self.translate(word)))
+
+
+def _at_most(nearest: Nearest, readings: int) -> Nearest:
+    """`nearest` for the first `readings` words asked of it, then no typo: each reading
+    compares the word with dozens of corpus words."""
+    asked = 0
+
+    def bounded(word: str, typed: str) -> str | None:
+        nonlocal asked
+        asked += 1
+        return nearest(word, typed) if asked <= readings else None
+
+    return bounded
 
 
 def _tokens(
