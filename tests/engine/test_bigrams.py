@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup_knowledge.engine import index as index_module
-from lookup_knowledge.engine import ngrams
+from lookup_knowledge.engine import ngrams, tokenize
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
 from lookup_knowledge.engine.ngrams import ChunkBigrams, bigrams
+from lookup_knowledge.engine.query import Concept, Known
 
 WriteDocs = Callable[[dict[str, str]], Path]
 
@@ -79,36 +80,52 @@ _TEXTS = ["容器抓包定位", "网络抓包，问题定位", "kubectl logs 容
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="容器抓包定位网络问题日志内存x", min_size=2, max_size=6))
-def test_a_word_whose_pairs_some_chunk_lacks_is_in_no_text(word: str) -> None:
-    """`holds_pairs` is necessary for a word to be in the text: it never says no to one that
-    is (so `KnowledgeIndex._in_text` may skip the scan when it says no)."""
+def test_the_chunks_holding_a_words_pairs_hold_every_chunk_holding_it(word: str) -> None:
+    """`chunks_holding` may hold more chunks than the word's, never fewer, and exactly the
+    word's for a word of two characters (so `KnowledgeIndex._in_text` looks only there)."""
     pairs = _bigrams_of(_TEXTS)
-    if any(word in text for text in _TEXTS):
-        assert pairs.holds_pairs(word)
-    if not pairs.holds_pairs(word):
-        assert not any(word in text for text in _TEXTS)
+    holding = {i for i, text in enumerate(_TEXTS) if word in text}
+    candidates = set(pairs.chunks_holding(word).tolist()) if tokenize.is_cjk_word(word) else None
+    if candidates is not None:
+        assert holding <= candidates
+        if len(word) == 2:
+            assert holding == candidates
 
 
-def test_pairs_no_chunk_holds_are_told_apart() -> None:
+def test_the_chunks_holding_every_pair_of_a_word() -> None:
     pairs = _bigrams_of(_TEXTS)
 
-    assert pairs.holds_pairs("抓包定位")  # in the first chunk
-    assert pairs.holds_pairs("容器抓包定位")
-    assert pairs.holds_pairs("网络抓包定位")  # every pair held, the word in no chunk
-    assert not pairs.holds_pairs("包容")  # across two chunks: no pair of any
-    assert not pairs.holds_pairs("内存")
-    assert not _bigrams_of(["redis memory"]).holds_pairs("内存")
+    assert pairs.chunks_holding("抓包定位").tolist() == [0]  # 包定 only in the first
+    assert pairs.chunks_holding("容器").tolist() == [0, 2]
+    assert pairs.chunks_holding("抓包").tolist() == [0, 1]
+    assert _bigrams_of(["抓包，包定位"]).chunks_holding("抓包定位").tolist() == [0]  # not the word
+    assert pairs.chunks_holding("包容").tolist() == []  # across two chunks: no pair of any
+    assert pairs.chunks_holding("内存").tolist() == []
+    assert _bigrams_of(["redis memory"]).chunks_holding("内存").tolist() == []
 
 
 def test_the_index_finds_a_chinese_word_verbatim_as_a_scan_would(write_docs: WriteDocs) -> None:
     index = KnowledgeIndex(
         load_documents(
-            write_docs({"a.md": "# 抓包\n\n容器里抓包定位问题。\n", "b.md": "# 日志\n\n看日志。\n"})
+            write_docs(
+                {
+                    "a.md": "# 抓包\n\n容器里抓包定位问题。\n",
+                    "b.md": "# 日志\n\n看日志。\n",
+                    "c.md": "# 网络\n\n网络，络抓包，抓包。\n",  # every pair of 网络抓包, not it
+                }
+            )
         )
     )
 
-    for word in ("里抓包", "包定", "抓包定位问题", "定位日志", "日志抓包", "问题。"):
+    words = ("里抓包", "包定", "抓包定位问题", "定位日志", "日志抓包", "问题。", "抓包", "网络抓包")
+    for word in words:
         assert index._in_text(word) == (word in index._text), word
+    for word in ("抓包", "里抓包", "网络抓包"):
+        verbatim = index._verbatim(Concept(word, (), Known.SUBSTRING))
+        assert verbatim is not None
+        assert verbatim.tolist() == [
+            word in tokenize.normalize(index.chunk(i).content) for i in range(index.chunk_count)
+        ], word
 
 
 def _ranked(index: KnowledgeIndex, query: str) -> list[tuple[str, float, float]]:

@@ -375,6 +375,11 @@ class KnowledgeIndex:
         if concept.token in self._noise_runs:  # a log token, as a whole run of the text
             present[self._noise_runs[concept.token]] = True
             return present
+        if tokenize.is_cjk_word(concept.token):  # only the chunks holding its every pair
+            present[
+                [c for c in self._pair_chunks(concept.token) if self._chunk_has(c, concept.token)]
+            ] = True
+            return present
         start = self._text.find(concept.token)
         while start >= 0:
             chunk = int(np.searchsorted(self._starts, start, side="right")) - 1
@@ -530,12 +535,20 @@ class KnowledgeIndex:
         return " "
 
     def _in_text(self, word: str) -> bool:
-        """Whether some chunk's text holds `word` verbatim. A Chinese word one of whose
-        character pairs no chunk holds is not looked for: a query of random characters asks
-        this of thousands of words, each a scan of the whole text."""
-        if len(word) > 1 and tokenize.is_cjk_word(word) and not self._bigrams.holds_pairs(word):
-            return False
+        """Whether some chunk's text holds `word` verbatim. A Chinese word is looked for only
+        in the chunks that hold its every pair of characters (the CJK bigram postings), not
+        in the whole text: a scan of 10,000 Chinese pages takes some 35 ms, and a query of
+        random characters asks this of thousands of words."""
+        if len(word) > 1 and tokenize.is_cjk_word(word):
+            return any(self._chunk_has(c, word) for c in self._pair_chunks(word))
         return word in self._text
+
+    def _pair_chunks(self, word: str) -> list[int]:
+        return self._bigrams.chunks_holding(word).tolist()  # type: ignore[no-any-return]
+
+    def _chunk_has(self, chunk: int, word: str) -> bool:
+        starts = self._starts
+        return self._text.find(word, int(starts[chunk]), int(starts[chunk + 1])) >= 0
 
     def _holds_run(self, token: str) -> bool:
         """Whether some chunk holds a log token (an address, a long number, an id) as a whole

@@ -108,15 +108,25 @@ class ChunkBigrams:
         held: list[int] = at[self._keys[at] == keys].tolist()
         return held
 
-    def holds_pairs(self, word: str) -> bool:
-        """Whether some chunk holds every pair of adjacent characters of `word` (a CJK word of
-        two characters or more, normalized): a word that some chunk's text holds does, so a
-        word that fails cannot be in the text (`KnowledgeIndex._in_text`)."""
-        keys = np.array([ord(a) * _PLANE + ord(b) for a, b in itertools.pairwise(word)])
+    def chunks_holding(self, word: str) -> np.ndarray:
+        """The chunks that hold every pair of adjacent characters of `word` (a CJK word of
+        two characters or more, normalized), in ascending order: every chunk whose text holds
+        the word is one of them, and for a word of two characters they are exactly those
+        (`KnowledgeIndex._in_text`, `KnowledgeIndex._verbatim`)."""
         if self.empty:
-            return False
+            return np.zeros(0, dtype=np.int32)
+        keys = np.unique([ord(a) * _PLANE + ord(b) for a, b in itertools.pairwise(word)])
         at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
-        return bool((self._keys[at] == keys).all())
+        if not (self._keys[at] == keys).all():
+            return np.zeros(0, dtype=np.int32)
+        # The rarest pair first: each intersection is then no longer than its postings.
+        terms = sorted(at.tolist(), key=lambda term: len(self._chunks.units(term)))
+        held = self._chunks.units(terms[0])
+        for term in terms[1:]:
+            if not len(held):
+                break
+            held = np.intersect1d(held, self._chunks.units(term), assume_unique=True)
+        return held
 
     def rank(self, terms: Sequence[int], document_mix: float) -> np.ndarray:
         """Each chunk's BM25 over its bigrams plus `document_mix` × its document's."""

@@ -122,6 +122,11 @@ class Postings:
         )
         return sums
 
+    def units(self, term_id: int) -> np.ndarray:
+        """The units holding the term, in ascending order, each once."""
+        held: np.ndarray = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
+        return held
+
     def holds(self, term_id: int, units: np.ndarray) -> np.ndarray:
         """Which of `units` (int32) hold the term.
 
