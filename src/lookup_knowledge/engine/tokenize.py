@@ -253,14 +253,30 @@ _DOCUMENTED_NOISE = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\d+)?|\d{5,
 _DOCUMENTED_NOISE_HINT = re.compile(r"\d(?:\.\d|\d{4})")
 
 
+# A Latin run (`_RUNS`' word) that starts with a digit: no word character or joined
+# separator before it. Every run `noise_runs` keeps starts so, and its prefix before a `:`
+# too; finding only those skips the letters, Chinese and markup that make most of a page.
+# The digit comes first and the look back after it, so that the search skips to digits.
+_DIGIT_RUN = re.compile(
+    rf"\d(?<![^\W{_CJK}].)(?<![^\W{_CJK}][.\-:/].)[^\W{_CJK}]*(?:[.\-:/][^\W{_CJK}]+)*"
+)
+
+
 def noise_runs(text: str) -> list[str]:
     """The Latin runs of `text` (`latin_runs`) that are log noise a page may document as a
     whole: an address with or without its port, a long number. The tokens leave them out;
     the index keeps them by chunk, and a query's run the corpus holds is evidence
     (`engine.query`)."""
-    if _DOCUMENTED_NOISE_HINT.search(unicodedata.normalize("NFKC", text)) is None:
+    text = unicodedata.normalize("NFKC", text)
+    if _DOCUMENTED_NOISE_HINT.search(text) is None:
         return []
-    return [r for r in latin_runs(text) if _DOCUMENTED_NOISE.fullmatch(r)]
+    found: dict[str, None] = {}
+    for match in _DIGIT_RUN.finditer(text):
+        run = match.group().lower()
+        for whole in (run, run.rsplit(":", 1)[0]) if ":" in run else (run,):
+            if _DOCUMENTED_NOISE.fullmatch(whole):
+                found[whole] = None
+    return list(found)
 
 
 def is_noise(token: str) -> bool:
