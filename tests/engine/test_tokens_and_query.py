@@ -581,6 +581,19 @@ def test_dates_spelt_with_day_and_month_names_are_not_read() -> None:
     assert words(tokenize.strip_log_structure("failing since Jun 11")) == ["fail", "jun", "11"]
 
 
+def test_a_time_zone_after_a_clock_time_is_not_read() -> None:
+    report = "Heads-up, 2024-08-21 07:58 CEST: prometheus shows 0 alertmanagers since 09:40 UTC"
+
+    assert "cest" in words(report) and "utc" in words(report)
+    assert words(tokenize.strip_log_structure(report)) == [
+        *("head", "up", "heads-up", "prometheus", "show", "0", "alertmanag")
+    ]
+    assert words(tokenize.strip_log_structure("paged at 3pm PST (14:05 CET)")) == ["page", "3pm"]
+    # a zone's letters elsewhere are words
+    assert "west" in words(tokenize.strip_log_structure("west coast nodes"))
+    assert "utc" in words(tokenize.strip_log_structure("node clock not in UTC"))
+
+
 def _counted(text: str) -> Counter[str]:
     return Counter(words(text, search_mode=True))
 

@@ -77,6 +77,18 @@ _NAMED_DATE = re.compile(
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+# A time zone named after a clock time (`09:40 UTC`, `07:58 CEST`, `14:05 (CET)`, `3pm PST`):
+# when the line or the report was written, as the time is; as words, `cest` and `west` are
+# typos of `best` and words the corpus lacks.
+_ZONE = (
+    r"utc|gmt|cet|cest|eet|eest|wet|west|bst|ist|msk|pst|pdt|mst|mdt|cst|cdt|est|edt|akst"
+    r"|akdt|hst|jst|kst|sgt|hkt|awst|acst|acdt|aest|aedt|nzst|nzdt"
+)
+_ZONED_TIME = re.compile(
+    rf"(\b\d{{1,2}}(?::\d{{2}}){{1,2}}(?:[.,]\d+)?|\b\d{{1,2}}\s*[ap]\.?m\.?)"
+    rf"\s*\(?(?:{_ZONE})\b\)?(?:[+-]\d{{1,2}}(?::?\d{{2}})?)?",
+    re.IGNORECASE,
+)
 # A syslog header (RFC 3164): `Mar  3 04:18:22 node-3 kernel:`, `Nov 19 11:20:33 worker-12
 # kubelet[2214]:`. The date, the host that logged the line and the program's pid go; the
 # program stays (which component logged it is part of what happened).
@@ -153,6 +165,7 @@ def strip_log_structure(text: str) -> str:
     text = _KLOG_HEADER.sub(" ", text)
     text = _SYSLOG_HEADER.sub(r" \g<program>: ", text)
     text = _NAMED_DATE.sub(" ", text)
+    text = _ZONED_TIME.sub(r"\1 ", text)
     text = _SOURCE_LOCATION.sub(" ", text)
     return _URL_AUTHORITY.sub(" ", text)
 
