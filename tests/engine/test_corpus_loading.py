@@ -57,3 +57,22 @@ def test_the_bundled_knowledge_base_is_found_as_package_data() -> None:
 
     assert documents
     assert all(d.source.endswith(".md") and "/" in d.source for d in documents)
+
+
+def test_links_within_the_tree_are_read_once_and_links_out_of_it_bring_their_pages(
+    write_docs: WriteDocs, tmp_path: Path
+) -> None:
+    docs = write_docs({"a.md": "# A\n\nalpha\n", "v2/b.md": "# B\n\nbeta\n"})
+    (docs / "v2" / "up").symlink_to(docs, target_is_directory=True)  # a cycle
+    (docs / "current").symlink_to(docs / "v2", target_is_directory=True)  # an alias
+    (docs / "alias.md").symlink_to(docs / "a.md")
+    outside = tmp_path / "shared-runbooks"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "c.md").write_text("# C\n\ngamma\n", encoding="utf-8")
+    (outside / "deep" / "loop").symlink_to(outside, target_is_directory=True)
+    (docs / "shared").symlink_to(outside, target_is_directory=True)
+    (docs / "shared-again").symlink_to(outside, target_is_directory=True)
+
+    sources = [d.source for d in load_documents(docs)]
+
+    assert sources == ["a.md", "shared/deep/c.md", "v2/b.md"]

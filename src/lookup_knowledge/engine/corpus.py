@@ -29,10 +29,13 @@ def load_documents(
     root = bundled_kb() if docs_dir is None else docs_dir
     if not root.is_dir():
         raise KnowledgeBaseError(f"docs dir {root} does not exist or is not a directory")
+    real = root.resolve() if isinstance(root, Path) else None
     with collector_paused():
         documents = [
             parse_document(source, root_file.read_bytes(), max_chars=max_chars)
-            for source, root_file in sorted(_markdown_files(root, ()), key=lambda item: item[0])
+            for source, root_file in sorted(
+                _markdown_files(root, (), real, set()), key=lambda item: item[0]
+            )
         ]
     if not documents:
         raise KnowledgeBaseError(f"docs dir {root} contains no Markdown (*.md) files")
@@ -42,13 +45,27 @@ def load_documents(
 
 
 def _markdown_files(
-    folder: Traversable, parts: tuple[str, ...]
+    folder: Traversable, parts: tuple[str, ...], root: Path | None, seen: set[Path]
 ) -> Iterator[tuple[str, Traversable]]:
-    """Yield (posix path relative to the root, file) for Markdown files; skips dot-entries."""
-    for entry in folder.iterdir():
+    """Yield (posix path relative to the root, file) for Markdown files; skips dot-entries.
+
+    A symbolic link to a folder or file of the tree itself (`latest -> .`, `current -> v2`, a
+    page linked under a second name) is left out: the tree is read once, and a link back up
+    it would otherwise repeat the corpus until the paths grew too long. A link out of the
+    tree brings what it points to in, each folder and file once. `root`: the tree's real
+    path; `seen`: the real paths read so far (package data, the bundled KB, has neither)."""
+    if isinstance(folder, Path):
+        seen.add(folder.resolve())
+    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
         if entry.name.startswith("."):
             continue
+        if root is not None and isinstance(entry, Path) and entry.is_symlink():
+            target = entry.resolve()
+            if target in seen or target == root or root in target.parents:
+                continue
         if entry.is_dir():
-            yield from _markdown_files(entry, (*parts, entry.name))
+            yield from _markdown_files(entry, (*parts, entry.name), root, seen)
         elif entry.is_file() and entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            if isinstance(entry, Path):
+                seen.add(entry.resolve())
             yield "/".join((*parts, entry.name)), entry
