@@ -96,6 +96,11 @@ def main() -> None:
         default="1000,2000,5000,10000",
         help="document counts of the scale table ('' skips)",
     )
+    parser.add_argument(
+        "--scale-zh",
+        default="",
+        help="document counts of a Chinese scale table (e.g. 10000; default: none)",
+    )
     parser.add_argument("--no-service", action="store_true", help="skip the readiness run")
     args = parser.parse_args()
     measured: dict[str, float] = {}
@@ -176,6 +181,9 @@ def main() -> None:
     sizes = [int(n) for n in args.scale.split(",") if n.strip()]
     if sizes:
         measured.update(_scale_table(sizes))
+    sizes_zh = [int(n) for n in args.scale_zh.split(",") if n.strip()]
+    if sizes_zh:
+        _scale_table(sizes_zh, chinese=True)
     if not args.no_service:
         wall, cpu = _service_ready()
         measured["service ready"], measured["service ready CPU"] = wall, cpu
@@ -302,17 +310,35 @@ _WORDS = [
 ]
 
 
-def _synthetic(count: int, root: Path) -> None:
+# Chinese ops words for the Chinese scale table: its pages are written without spaces, as
+# Chinese is, so the segmenter cuts them.
+_HEADINGS = ("Meaning", "Impact", "Diagnosis", "Mitigation")
+_WORDS_ZH = (  # noqa: SIM905 (a list of words reads better as one string)
+    "容器 内存 磁盘 网络 节点 集群 超时 重启 延迟 日志 告警 证书 过期 调度 "
+    "镜像 拉取 存储 卷 挂载 端口 连接 请求 响应 负载 副本 扩容 缩容 限流 队列 "
+    "消费 积压 主从 复制 同步 备份 恢复 升级 回滚 配置 变更 权限 认证 域名 "
+    "解析 防火墙 路由 丢包 重传 进程 线程 句柄 泄漏 打满 排查 定位 原因 现象 "
+    "处理 方案 参数 阈值 监控 指标 采集 上报 抖动 卡顿 失败 报错 异常 驱逐 "
+    "探针 就绪 存活 命名空间 服务 网关 代理 缓存 热点 "
+).split()
+
+
+def _synthetic(count: int, root: Path, *, chinese: bool = False) -> None:
     """Ops-like runbooks: title, front matter, sections of bullet lists and code."""
     import random
 
     rng = random.Random(count)
+    vocabulary = _WORDS_ZH if chinese else _WORDS
+    joiner, stop = ("", "。") if chinese else (" ", ".")
+    headings = ("现象", "影响", "排查", "处理") if chinese else _HEADINGS
     for i in range(count):
-        topic = " ".join(rng.sample(_WORDS, 3))
+        topic = " ".join(rng.sample(vocabulary, 3))
         name = "".join(w.capitalize() for w in topic.split()) + str(i)
         sections = []
-        for heading in ("Meaning", "Impact", "Diagnosis", "Mitigation"):
-            lines = [" ".join(rng.choices(_WORDS, k=12)) + "." for _ in range(rng.randint(2, 6))]
+        for heading in headings:
+            lines = [
+                joiner.join(rng.choices(vocabulary, k=12)) + stop for _ in range(rng.randint(2, 6))
+            ]
             sections.append(f"## {heading}\n\n" + "\n".join(f"- {line}" for line in lines))
         text = (
             f"---\ntitle: {topic}\ntags: {', '.join(topic.split())}\n---\n# {name}\n\n"
@@ -349,25 +375,29 @@ def _traced_build(folder: Path) -> tuple[float, float]:
     return kept / 2**20, peak / 2**20
 
 
-def _scale_table(sizes: list[int]) -> dict[str, float]:
+def _scale_table(sizes: list[int], *, chinese: bool = False) -> dict[str, float]:
+    """The scale table; `chinese`: of Chinese pages and questions (its figures are not the
+    targets', which are read off the English table)."""
     import random
 
     from lookup_knowledge.engine.corpus import load_documents
     from lookup_knowledge.engine.index import KnowledgeIndex
 
     print(
-        "engine scale (synthetic ops-like Markdown; targets at 10k: build <= 5 s, "
-        "index <= 300 MB, search p99 <= 10 ms):"
+        f"engine scale (synthetic ops-like {'Chinese ' if chinese else ''}Markdown; targets at"
+        " 10k: build <= 5 s, index <= 300 MB, search p99 <= 10 ms):"
     )
     print(
         "  documents   chunks   build wall (CPU)    index memory (peak)   search p50   search p99"
     )
     rng = random.Random(7)
-    queries = [" ".join(rng.sample(_WORDS, rng.randint(2, 8))) for _ in range(200)]
+    vocabulary = _WORDS_ZH if chinese else _WORDS
+    joiner = "" if chinese else " "
+    queries = [joiner.join(rng.sample(vocabulary, rng.randint(2, 8))) for _ in range(200)]
     measured: dict[str, float] = {}
     for count in sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            _synthetic(count, Path(tmp))
+            _synthetic(count, Path(tmp), chinese=chinese)
             started, cpu = time.perf_counter(), time.process_time()
             index = KnowledgeIndex(load_documents(Path(tmp)))
             build, build_cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -383,7 +413,7 @@ def _scale_table(sizes: list[int]) -> dict[str, float]:
             f"  {count:9d} {index.chunk_count:8d} {build:8.2f} s ({build_cpu:5.2f} s) "
             f"{memory:8.0f} MB ({peak:4.0f} MB) {_ms(p50):>12} {_ms(p99):>12}"
         )
-        if count == 10000:
+        if count == 10000 and not chinese:
             measured = {
                 "10k build": build,
                 "10k build CPU": build_cpu,

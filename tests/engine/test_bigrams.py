@@ -199,3 +199,24 @@ def test_a_whole_identifier_names_the_title_that_holds_it(
     monkeypatch.setattr(index_module, "TITLE_MIX", 0.0)
 
     assert with_title > best("KubeSchedulerDown.md")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 0x110000**2 - 1)), min_size=0, max_size=40)
+)
+def test_the_pairs_of_a_corpus_too_large_for_one_key_count_the_same(
+    entries: list[tuple[int, int]],
+) -> None:
+    """`_counted` of a corpus of more chunks than one key holds sorts by chunk, then pair:
+    the same (chunk, pair, count)s as the one key."""
+    entries.sort(key=lambda entry: entry[0])  # pairs come in text order: chunks ascending
+    unit = np.array([u for u, _ in entries], dtype=np.int64)
+    keys = np.array([k for _, k in entries], dtype=np.int64)
+
+    one_key = ngrams._counted(unit, keys, 6)
+    by_parts = ngrams._counted(unit, keys, 1 << 30)
+
+    for a, b in zip(one_key, by_parts, strict=True):
+        assert a.tolist() == b.tolist()
+    assert sum(one_key[2].tolist()) == len(entries)

@@ -25,6 +25,7 @@ from lookup_knowledge.engine.bags import Bags
 from lookup_knowledge.engine.postings import Postings
 
 _PLANE = 0x110000  # a bigram's key: first code point × _PLANE + second
+_KEY_BITS = 41  # bits of a bigram's key: _PLANE ** 2 < 2 ** 41
 
 
 _BLOCK = 1 << 20  # characters read at once: bounds the memory a large corpus needs
@@ -61,6 +62,24 @@ def bigrams(text: str) -> list[str]:
     return [chr(k // _PLANE) + chr(k % _PLANE) for k in bigram_keys(text).tolist()]
 
 
+def _counted(
+    unit: np.ndarray, keys: np.ndarray, chunk_count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct (chunk, pair key) of the corpus, ordered, and how often the chunk holds
+    it: one sort of a key that holds both (a pair's key is under 2**41), where numbering the
+    pairs first and then the (chunk, number)s took two sorts of every pair of the text; a
+    Chinese corpus has about as many pairs as characters."""
+    if chunk_count >= 1 << (63 - _KEY_BITS):  # too many chunks for one key: a sort per part
+        order = np.lexsort((keys, unit))
+        unit, keys = unit[order], keys[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = (unit[1:] != unit[:-1]) | (keys[1:] != keys[:-1])
+        starts = np.flatnonzero(first)
+        return unit[starts], keys[starts], np.diff(np.append(starts, len(keys)))
+    held, counts = np.unique((unit.astype(np.int64) << _KEY_BITS) | keys, return_counts=True)
+    return held >> _KEY_BITS, held & ((1 << _KEY_BITS) - 1), counts
+
+
 class ChunkBigrams:
     """BM25 postings of the CJK bigrams of each chunk and of each document."""
 
@@ -71,15 +90,16 @@ class ChunkBigrams:
         (chunks separated by a character that is not CJK); `chunk_doc[i]`: its document."""
         chunk_count = len(chunk_doc)
         at, keys = _pairs(text)
-        self._keys, term = np.unique(keys, return_inverse=True)  # sorted: the vocabulary
         unit = np.searchsorted(starts, at, side="right") - 1
+        units, pairs, counts = _counted(unit, keys, chunk_count)
+        self._keys = np.unique(pairs)  # sorted: the vocabulary
         found = Bags(
-            unit.astype(np.int32),
-            term.astype(np.int32).reshape(-1),
-            np.ones(len(at), dtype=np.int32),
+            units.astype(np.int32),
+            np.searchsorted(self._keys, pairs).astype(np.int32),
+            counts.astype(np.int32),
             ("",) * len(self._keys),  # the terms are keys, not words: only the count is read
             chunk_count,
-        ).regroup(np.arange(chunk_count, dtype=np.int32), chunk_count)
+        )
         self._chunk_doc = chunk_doc
         self._chunks = Postings(found)
         self._documents = Postings(found.regroup(chunk_doc, document_count))

@@ -28,7 +28,11 @@ class Postings:
         self.unit_count = bags.unit_count
         lengths = np.bincount(bags.unit, weights=bags.count, minlength=bags.unit_count)
         average = float(lengths.mean()) if bags.unit_count and lengths.mean() > 0 else 1.0
-        order = np.argsort(bags.term, kind="stable")
+        # A stable sort by term; of 16-bit numbers numpy's is a radix sort, five times faster
+        # than its merge sort of 32-bit ones (a Chinese corpus's character pairs: 3.4 million
+        # postings of under 6,000 pairs in 10,000 pages).
+        terms = bags.term.astype(np.uint16) if len(bags.words) <= 1 << 16 else bags.term
+        order = np.argsort(terms, kind="stable")
         self._units = bags.unit[order].astype(np.int32)
         tf = bags.count[order].astype(np.float32)
         norm = K1 * (1 - B + B * lengths[self._units] / average)
