@@ -80,6 +80,24 @@ def _counted(
     return held >> _KEY_BITS, held & ((1 << _KEY_BITS) - 1), counts
 
 
+def _chunk_pairs(text: str, starts: np.ndarray, chunk_count: int) -> tuple[np.ndarray, Bags]:
+    """The pair keys the chunks hold (sorted: the vocabulary) and each chunk's bag of them.
+    Its own function, so that the arrays of every pair of the text are let go before the
+    postings are built (some 100 MB for 10,000 Chinese pages)."""
+    at, keys = _pairs(text)
+    unit = np.searchsorted(starts, at, side="right") - 1
+    units, pairs, counts = _counted(unit, keys, chunk_count)
+    vocabulary = np.unique(pairs)
+    found = Bags(
+        units.astype(np.int32),
+        np.searchsorted(vocabulary, pairs).astype(np.int32),
+        counts.astype(np.int32),
+        ("",) * len(vocabulary),  # the terms are keys, not words: only the count is read
+        chunk_count,
+    )
+    return vocabulary, found
+
+
 class ChunkBigrams:
     """BM25 postings of the CJK bigrams of each chunk and of each document."""
 
@@ -88,18 +106,7 @@ class ChunkBigrams:
     ) -> None:
         """`text`: every chunk's normalized text, chunk i at `text[starts[i]:starts[i + 1]]`
         (chunks separated by a character that is not CJK); `chunk_doc[i]`: its document."""
-        chunk_count = len(chunk_doc)
-        at, keys = _pairs(text)
-        unit = np.searchsorted(starts, at, side="right") - 1
-        units, pairs, counts = _counted(unit, keys, chunk_count)
-        self._keys = np.unique(pairs)  # sorted: the vocabulary
-        found = Bags(
-            units.astype(np.int32),
-            np.searchsorted(self._keys, pairs).astype(np.int32),
-            counts.astype(np.int32),
-            ("",) * len(self._keys),  # the terms are keys, not words: only the count is read
-            chunk_count,
-        )
+        self._keys, found = _chunk_pairs(text, starts, len(chunk_doc))
         self._chunk_doc = chunk_doc
         self._chunks = Postings(found)
         self._documents = Postings(found.regroup(chunk_doc, document_count))
