@@ -173,8 +173,8 @@ def _add_inner_compounds(
     heading's weight."""
     held = words if words is not None else {t for found in terms for t in found}
     for position, run in enumerate(runs):
-        if len(terms[position]) < 3:  # no parts and a whole: no identifier
-            continue
+        if len(terms[position]) < 3 or tokenize.is_cjk_word(run):
+            continue  # no parts and a whole, or a Chinese sentence's words: no identifier
         own = terms[position]
         extra = tuple(c for c in tokenize.inner_compounds(run) if c in held and c not in own)
         if extra:
