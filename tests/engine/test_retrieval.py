@@ -10,6 +10,7 @@ import pytest
 from lookup_knowledge.engine import index as index_module
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+from lookup_knowledge.engine.markdown import Document
 from lookup_knowledge.engine.query import Known
 from lookup_knowledge.engine.scoring import Level
 from lookup_knowledge.engine.tokenize import stem
@@ -130,6 +131,30 @@ def test_a_category_that_matches_nothing_has_no_candidates(index: KnowledgeIndex
 
     assert result.hits == ()
     assert result.no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+def test_a_filter_asks_each_document_once_however_often_it_is_sent(
+    index: KnowledgeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[str, str]] = []
+    matches = Document.matches
+
+    def counting(self: Document, key: str, value: str) -> bool:
+        asked.append((key, value))
+        return matches(self, key, value)
+
+    monkeypatch.setattr(Document, "matches", counting)
+    first = index.search("kafka lag", top_k=20, filters={"category": "streaming"})
+    again = index.search("kafka lag", top_k=20, filters={"Category ": "STREAMING"})
+
+    assert len(asked) == len(index.documents)  # the second is the same filter
+    assert first.hits and first.hits == again.hits
+    # Past `FILTER_CACHE` filters the kept ones are let go, and asked again when sent again.
+    monkeypatch.setattr(index_module, "FILTER_CACHE", 1)
+    for _ in range(2):
+        assert index.search("redis memory", top_k=5, filters={"tags": "memory"}).hits
+        assert not index.search("redis memory", top_k=5, filters={"lang": "zh"}).hits
+    assert len(asked) == 5 * len(index.documents)
 
 
 def test_filters_match_other_front_matter_fields_and_tags(index: KnowledgeIndex) -> None:

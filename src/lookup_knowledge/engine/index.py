@@ -65,6 +65,7 @@ WHOLE_FACTOR = 1.0  # weight of a whole identifier's BM25 next to its parts'
 BRIDGE_RANK_FACTOR = 0.5  # weight of a thesaurus bridge term's BM25 (docs/retrieval.md)
 TITLE_MIX = 1.0  # weight of the title field's BM25 in a chunk's rank (docs/retrieval.md#ranking)
 TITLE_NAMED = 0.67  # share of its title field's IDF weight a query names for it to count
+FILTER_CACHE = 1024  # filters whose matching documents a search keeps (`_documents_matching`)
 BIGRAM_MIX = 0.1  # weight of the CJK bigrams' BM25 in the order, not the grade (engine.ngrams)
 
 
@@ -211,6 +212,7 @@ class KnowledgeIndex:
             for run in tokenize.noise_runs(text):
                 noise.setdefault(run, []).append(position)
         self._noise_runs = {r: np.array(c, dtype=np.int64) for r, c in noise.items()}
+        self._matching: dict[tuple[str, str], np.ndarray] = {}  # `_documents_matching`
         # The endings of the host names the chunks write (`svc.cluster.local`): what of a query's
         # host names counts (`_host_as_written`), found once here, not by scanning the text.
         self._host_endings: set[str] = set()
@@ -556,11 +558,24 @@ class KnowledgeIndex:
         return token in self._noise_runs
 
     def _filter_mask(self, filters: Mapping[str, str]) -> np.ndarray:
-        matching = np.array(
-            [all(d.matches(k, v) for k, v in filters.items()) for d in self.documents],
-            dtype=bool,
-        )
+        """Which chunks' documents match every filter."""
+        matching = np.ones(len(self.documents), dtype=bool)
+        for key, value in filters.items():
+            matching &= self._documents_matching(key, value)
         return matching[self._chunk_doc]
+
+    def _documents_matching(self, key: str, value: str) -> np.ndarray:
+        """Which documents match `key=value`, asked of every document once per filter: an
+        agent sends the same few (a category, a tag), and asking 10,000 documents took 6.6
+        ms of a search. Kept for at most `FILTER_CACHE` filters (the index never changes)."""
+        asked = (key.strip().lower(), value.strip().casefold())
+        found = self._matching.get(asked)
+        if found is None:
+            found = np.array([d.matches(key, value) for d in self.documents], dtype=bool)
+            if len(self._matching) >= FILTER_CACHE:
+                self._matching.clear()
+            self._matching[asked] = found
+        return found
 
 
 def _title_bags(
