@@ -102,6 +102,7 @@ def test_the_chunks_holding_every_pair_of_a_word() -> None:
     assert pairs.chunks_holding("包容").tolist() == []  # across two chunks: no pair of any
     assert pairs.chunks_holding("内存").tolist() == []
     assert _bigrams_of(["redis memory"]).chunks_holding("内存").tolist() == []
+    assert pairs.chunks_holding("包").tolist() == [0, 1, 2]  # no pair: any chunk may
 
 
 def test_the_index_finds_a_chinese_word_verbatim_as_a_scan_would(write_docs: WriteDocs) -> None:

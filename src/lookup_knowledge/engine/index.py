@@ -377,7 +377,7 @@ class KnowledgeIndex:
         if concept.token in self._noise_runs:  # a log token, as a whole run of the text
             present[self._noise_runs[concept.token]] = True
             return present
-        if tokenize.is_cjk_word(concept.token):  # only the chunks holding its every pair
+        if len(concept.token) > 1 and tokenize.is_cjk_word(concept.token):  # its pairs' chunks
             present[
                 [c for c in self._pair_chunks(concept.token) if self._chunk_has(c, concept.token)]
             ] = True

@@ -136,10 +136,12 @@ class ChunkBigrams:
         return held
 
     def chunks_holding(self, word: str) -> np.ndarray:
-        """The chunks that hold every pair of adjacent characters of `word` (a CJK word of
-        two characters or more, normalized), in ascending order: every chunk whose text holds
-        the word is one of them, and for a word of two characters they are exactly those
-        (`KnowledgeIndex._in_text`, `KnowledgeIndex._verbatim`)."""
+        """The chunks that hold every pair of adjacent characters of `word` (a CJK word,
+        normalized), in ascending order: every chunk whose text holds the word is one of
+        them, and for a word of two characters they are exactly those; for one character,
+        every chunk (`KnowledgeIndex._in_text`, `KnowledgeIndex._verbatim`)."""
+        if len(word) < 2:  # no pair to tell by: any chunk may hold it
+            return np.arange(self._chunks.unit_count, dtype=np.int32)
         if self.empty:
             return np.zeros(0, dtype=np.int32)
         keys = np.unique([ord(a) * _PLANE + ord(b) for a, b in itertools.pairwise(word)])
