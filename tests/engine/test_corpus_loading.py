@@ -70,9 +70,10 @@ def test_links_within_the_tree_are_read_once_and_links_out_of_it_bring_their_pag
     (outside / "deep").mkdir(parents=True)
     (outside / "deep" / "c.md").write_text("# C\n\ngamma\n", encoding="utf-8")
     (outside / "deep" / "loop").symlink_to(outside, target_is_directory=True)
+    (outside / "also").symlink_to(outside / "deep", target_is_directory=True)  # within it
     (docs / "shared").symlink_to(outside, target_is_directory=True)
     (docs / "shared-again").symlink_to(outside, target_is_directory=True)
 
     sources = [d.source for d in load_documents(docs)]
 
-    assert sources == ["a.md", "shared/deep/c.md", "v2/b.md"]
+    assert sources == ["a.md", "shared/also/c.md", "v2/b.md"]  # `also` comes before `deep`
