@@ -50,7 +50,7 @@ from lookup_knowledge.engine.grading import Grader
 from lookup_knowledge.engine.identifiers import CasedNames, CorpusIdentifiers
 from lookup_knowledge.engine.identifiers import named as named_identifiers
 from lookup_knowledge.engine.lexicon import Lexicon
-from lookup_knowledge.engine.markdown import Chunk, Document
+from lookup_knowledge.engine.markdown import Chunk, Document, filter_key
 from lookup_knowledge.engine.ngrams import ChunkBigrams
 from lookup_knowledge.engine.postings import Postings, idf, idf_of_all
 from lookup_knowledge.engine.query import Concept, Known, ReadQuery, read_query
@@ -568,7 +568,7 @@ class KnowledgeIndex:
         """Which documents match `key=value`, asked of every document once per filter: an
         agent sends the same few (a category, a tag), and asking 10,000 documents took 6.6
         ms of a search. Kept for at most `FILTER_CACHE` filters (the index never changes)."""
-        asked = (key.strip().lower(), value.strip().casefold())
+        asked = filter_key(key, value)
         found = self._matching.get(asked)
         if found is None:
             found = np.array([d.matches(key, value) for d in self.documents], dtype=bool)

@@ -73,13 +73,18 @@ class Document:
 
     def matches(self, key: str, value: str) -> bool:
         """Whether the filter `key=value` holds (case-insensitive; `tags`/`tag` test membership)."""
-        key, wanted = key.strip().lower(), value.strip().casefold()
+        key, wanted = filter_key(key, value)
         if key == "category":
             return self.category.casefold() == wanted
         if key in ("tags", "tag"):
             return wanted in {tag.casefold() for tag in self.tags}
         actual = self.front_matter.get(key)
         return actual is not None and actual.strip().casefold() == wanted
+
+
+def filter_key(key: str, value: str) -> tuple[str, str]:
+    """A filter as `Document.matches` reads it: filters of the same key match alike."""
+    return key.strip().lower(), value.strip().casefold()
 
 
 def parse_document(

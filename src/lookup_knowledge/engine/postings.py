@@ -146,7 +146,7 @@ class Postings:
         if row is not None:
             in_row: np.ndarray = row[units] > 0
             return in_row
-        held = self._units[self._offsets[term_id] : self._offsets[term_id + 1]]
+        held = self.units(term_id)
         if self.unit_count <= MARK_UNITS:
             marked = np.zeros(self.unit_count, dtype=bool)
             marked[held] = True
