@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.index import Graded, KnowledgeIndex, NoEvidenceBasis
-from lookup_knowledge.engine.lexicon import Bridge, Lexicon
+from lookup_knowledge.engine.lexicon import Bridge, Lexicon, positions
 from lookup_knowledge.engine.query import Known
 
 LEXICON = Lexicon.load()
@@ -80,7 +80,7 @@ def test_several_words_that_read_as_one_are_unusable(
 def test_a_lay_expression_matches_its_words_in_order_close_together(
     sequence: list[str], matches: bool
 ) -> None:
-    assert Bridge(("node", "agent"), "", ("kubelet",)).matches(sequence, "") is matches
+    assert Bridge(("node", "agent"), "", ("kubelet",)).matches(positions(sequence), "") is matches
 
 
 def _matches_by_scanning(words: tuple[str, ...], sequence: list[str]) -> bool:
@@ -110,14 +110,14 @@ def test_a_lay_expression_is_matched_by_its_places_as_by_scanning(
     words: list[str], sequence: list[str]
 ) -> None:
     bridge = Bridge(tuple(words), "", ("kubelet",))
-    assert bridge.matches(sequence, "") is _matches_by_scanning(tuple(words), sequence)
+    assert bridge.matches(positions(sequence), "") is _matches_by_scanning(tuple(words), sequence)
 
 
 def test_a_chinese_expression_matches_verbatim_whatever_the_segmenter_did() -> None:
     bridge = Bridge((), "删不掉", ("terminating",))
 
-    assert bridge.matches([], "pod删不掉了怎么办")
-    assert not bridge.matches(["删", "掉"], "pod删掉了")
+    assert bridge.matches({}, "pod删不掉了怎么办")
+    assert not bridge.matches(positions(["删", "掉"]), "pod删掉了")
 
 
 def test_the_chinese_expressions_a_text_says_come_in_file_order() -> None:

@@ -87,18 +87,13 @@ class Bridge:
     verbatim: str  # the normalized expression, when it is Chinese: found in the query's text
     terms: tuple[str, ...]  # the query tokens of the line's technical side
 
-    def matches(self, sequence: Sequence[str], text: str) -> bool:
-        """Whether a query says this expression: its words in order in the query's `sequence`
-        of tokens, at most `GAP` other tokens between them in all ("disk attached to our
+    def matches(self, at: Mapping[str, Sequence[int]], text: str) -> bool:
+        """Whether a query says this expression: its words in order among the query's tokens
+        (`at`: where each stands, `positions`), each the first of its places after the one
+        before, at most `GAP` other tokens between them in all ("disk attached to our
         statefulset"), or (Chinese) verbatim in its normalized, space-free `text`."""
         if self.verbatim:
             return self.verbatim in text
-        return self.said_in(positions(sequence))
-
-    def said_in(self, at: Mapping[str, Sequence[int]]) -> bool:
-        """`matches` for a Latin expression, on where each token of a query stands (`at`:
-        `positions`): each word the first of its places after the one before, within the
-        expression's reach."""
         words = self.words
         for start in at.get(words[0], ()):
             place, reach = start, start + len(words) + GAP
@@ -261,7 +256,7 @@ class Lexicon:
             bridge
             for token in places
             for bridge in self._by_first.get(token, ())
-            if (bridge.verbatim in text if bridge.verbatim else bridge.said_in(places))
+            if bridge.matches(places, text)
         ]
         if self._verbatim and tokenize.has_cjk(text):
             # Only the expressions that start with a character of the text can be in it.
