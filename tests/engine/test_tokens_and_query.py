@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from lookup_knowledge.engine import bags as bags_module
 from lookup_knowledge.engine import query as query_module
 from lookup_knowledge.engine import scoring, tokenize
 from lookup_knowledge.engine.bags import Bags, bags
@@ -609,6 +610,8 @@ def _counted(text: str) -> Counter[str]:
         max_size=6,
     )
 )
+@example(["数据库连接池满了"])  # one CJK run: the segmenter's words hold no separator
+@example(["Kube-Pod 数据库", "", "。，", "ab ab 数据库 ab"])  # empty texts, runs met again
 def test_batched_bags_count_exactly_the_tokens_of_each_text(texts: list[str]) -> None:
     counted = bags(texts, LEXICON.stopwords, words=())  # no inner compounds: the tokens alone
 
@@ -802,6 +805,22 @@ def test_two_words_joined_make_no_question_of_their_own(
     # `set up` is the corpus's `setup`, but says nothing of its own: a stopword query still
     # has no candidates, as it had before the join.
     assert index.search("set up", top_k=1).no_evidence_basis is NoEvidenceBasis.NO_CANDIDATES
+
+
+# Keys under 5000 leave room for the counts in their low bits; under 2**62 they do not.
+@pytest.mark.parametrize("bound", [5000, 2**62])
+def test_counts_summed_by_key_match_a_plain_sum(bound: int) -> None:
+    rng = np.random.default_rng(7)
+    key = rng.integers(0, 5000, 20000)
+    count = rng.integers(1, 1000, 20000)
+
+    distinct, summed = bags_module._sum_by_key(key.copy(), count, bound)
+
+    expected: Counter[int] = Counter()
+    for k, c in zip(key.tolist(), count.tolist(), strict=True):
+        expected[k] += c
+    assert distinct.tolist() == sorted(expected)
+    assert [int(v) for v in summed.tolist()] == [expected[k] for k in sorted(expected)]
 
 
 def test_bags_regrouped_by_document_sum_their_chunks() -> None:

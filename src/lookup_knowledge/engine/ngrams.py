@@ -76,7 +76,13 @@ def _counted(
         first[1:] = (unit[1:] != unit[:-1]) | (keys[1:] != keys[:-1])
         starts = np.flatnonzero(first)
         return unit[starts], keys[starts], np.diff(np.append(starts, len(keys)))
-    held, counts = np.unique((unit.astype(np.int64) << _KEY_BITS) | keys, return_counts=True)
+    # Stably: the text's pairs come chunk by chunk, runs that numpy's stable sort uses.
+    packed = np.sort((unit.astype(np.int64) << _KEY_BITS) | keys, kind="stable")
+    first = np.ones(len(packed), dtype=bool)
+    first[1:] = packed[1:] != packed[:-1]
+    starts = np.flatnonzero(first)
+    held = packed[starts]
+    counts = np.diff(np.append(starts, len(packed)))
     return held >> _KEY_BITS, held & ((1 << _KEY_BITS) - 1), counts
 
 

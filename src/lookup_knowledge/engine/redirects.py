@@ -61,6 +61,9 @@ _EMPTIED_LINK = re.compile(r"!?\[[^\]]*\]\(\s*\)")
 _DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+[\"'(].*)?$", re.MULTILINE)
 _REFERENCE_USE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
 _BARE_URL = re.compile(r"\b\w+://[^\s)\]>]+")
+# What each form of link needs to be written: `](` a Markdown link, `://` an autolink or a
+# bare URL, `{{` a Hugo ref, `]:` a definition.
+_LINK_MARKS = ("](", "://", "{{", "]:")
 _URL_END = ".,;:!?'\""  # a sentence's end after a bare URL is no part of it
 _WORD = re.compile(rf"[^\W_{tokenize.CJK_CLASS}]+|[{tokenize.CJK_CLASS}]+")
 
@@ -118,6 +121,8 @@ def _only_link(document: Document, pointers: Collection[str]) -> Link | None:
     text = "\n".join(c.content for c in document.chunks)
     if len(text) > STUB_MAX_CHARS:
         return None  # no page of a dozen words and a link is longer
+    if not any(mark in text for mark in _LINK_MARKS):
+        return None  # no link of any form: most pages of a Chinese corpus are this short
     links: list[Link] = []
 
     def hugo(match: re.Match[str]) -> str:
