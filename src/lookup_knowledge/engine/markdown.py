@@ -19,11 +19,16 @@ than at different text). `evidence_key` is
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+
+from lookup_knowledge.engine.encoding import UNICODE, decode_page
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CHUNK_CHARS = 800
 # Part of every document id: bump it when a change to the chunking rules would put different
@@ -93,10 +98,13 @@ def parse_document(
     """Chunk one Markdown file; `source` is its posix path relative to the docs root."""
     if max_chars < 40:
         raise ValueError("max_chars must be at least 40")
-    text = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    text, encoding = decode_page(raw)
+    if encoding not in UNICODE:
+        logger.warning("%s is not UTF-8: read as %s", source, encoding)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     front_matter, body = split_front_matter(text)
     path = PurePosixPath(source)
-    document_id = make_document_id(source, raw, max_chars=max_chars)
+    document_id = make_document_id(source, raw, max_chars=max_chars, encoding=encoding)
     headings = _headings(body)
     first_h1 = next((name for _, _, level, name in headings if level == 1), None)
     title = first_h1 or front_matter.get("title", "").strip() or path.name.split(".")[0]
@@ -111,11 +119,18 @@ def parse_document(
     return Document(document_id, source, title, category, front_matter, tuple(chunks))
 
 
-def make_document_id(source: str, raw: bytes, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS) -> str:
-    """Readable slug of the path plus a hash of path, bytes and chunking rules."""
+def make_document_id(
+    source: str, raw: bytes, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS, encoding: str = "utf-8"
+) -> str:
+    """Readable slug of the path plus a hash of path, bytes and chunking rules. A page read in
+    another encoding than UTF-8 has it in the rules too: such pages were once read as UTF-8,
+    replacement characters for every byte beyond ASCII, and their chunks' text is another
+    now, so their ids must be other ones."""
     normalized = unicodedata.normalize("NFKC", source).lower()
     slug = re.sub(r"[^a-z0-9]+", "-", normalized).strip("-") or "doc"
     rules = f"chunking-v{CHUNKING_VERSION}:{max_chars}"
+    if encoding != "utf-8":
+        rules += f":{encoding}"
     digest = hashlib.sha256(f"{rules}\0{source}\0".encode() + raw).hexdigest()[:8]
     return f"{slug}-{digest}"
 
