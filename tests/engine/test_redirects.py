@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lookup_knowledge.engine.corpus import load_documents
-from lookup_knowledge.engine.index import KnowledgeIndex
+from lookup_knowledge.engine.index import KnowledgeIndex, _with_display_titles
 from lookup_knowledge.engine.lexicon import Lexicon
 
 RUNBOOK = (
@@ -191,3 +191,30 @@ def test_a_corpus_without_stubs_is_indexed_as_ever() -> None:
 
     assert index.redirects.targets == {}
     assert index.chunk_count == sum(len(d.chunks) for d in index.documents)
+
+
+def test_the_title_a_site_shows_is_one_of_a_page_names(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "KubeletPlegDurationHigh.md": (
+                "---\ntitle: Kubelet Pod Lifecycle Event Generator Duration High\n---\n"
+                "# KubeletPlegDurationHigh\n\n## Meaning\n\nThe kubelet's relist takes too long."
+                "\n\n## Diagnosis\n\nCheck the container runtime on the node.\n"
+            ),
+            "KubeletDown.md": (
+                "---\ntitle: Kubelet Down\n---\n# KubeletDown\n\n## Meaning\n\nThe kubelet"
+                " has disappeared from the targets. Check its event log and the node.\n"
+            ),
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    hits = index.search("pod lifecycle event generator is slow", top_k=2).hits
+    assert hits and hits[0].chunk.source == "KubeletPlegDurationHigh.md"
+    # A title the heading already says (`Kubelet Down`, `# KubeletDown`) adds no name.
+    named = _with_display_titles(index.documents, {})
+    assert {index.documents[n].source: names for n, names in named.items()} == {
+        "KubeletPlegDurationHigh.md": ("Kubelet Pod Lifecycle Event Generator Duration High",)
+    }

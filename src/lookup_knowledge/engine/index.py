@@ -126,7 +126,7 @@ class KnowledgeIndex:
         # A page that only points to another page of the corpus is not indexed: that page
         # answers in its place, under the stub's name too when it differs (`engine.redirects`).
         self.redirects = redirects(self.documents, self._has_text, self.lexicon.pointers)
-        aliases = self.redirects.aliases(self.documents)
+        aliases = _with_display_titles(self.documents, self.redirects.aliases(self.documents))
         for number, document in enumerate(self.documents):
             if number in self.redirects.targets:
                 continue
@@ -576,6 +576,24 @@ class KnowledgeIndex:
                 self._matching.clear()
             self._matching[asked] = found
         return found
+
+
+def _with_display_titles(
+    documents: Sequence[Document], aliases: dict[int, tuple[str, ...]]
+) -> dict[int, tuple[str, ...]]:
+    """`aliases`, with each page's front-matter `title` where its words are not its title's:
+    the name a site shows for the page (`Kubelet Pod Lifecycle Event Generator Duration
+    High` above `# KubeletPlegDurationHigh`) is one of its names."""
+    found = dict(aliases)
+    for number, document in enumerate(documents):
+        shown = document.front_matter.get("title", "").strip()
+        if shown and _key_words(shown) != _key_words(document.title):
+            found[number] = (*found.get(number, ()), shown)
+    return found
+
+
+def _key_words(title: str) -> str:
+    return re.sub(r"[\W_]+", "", title).lower()
 
 
 def _title_bags(
