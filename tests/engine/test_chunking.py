@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lookup_knowledge.engine import markdown
 from lookup_knowledge.engine.corpus import load_documents
 from lookup_knowledge.engine.markdown import Document, parse_document, split_front_matter
 
@@ -323,3 +324,17 @@ def test_source_is_the_posix_path_relative_to_the_docs_root(small_kb: Path) -> N
 
 def test_other_chunking_rules_give_other_ids() -> None:
     assert _doc(RUNBOOK, max_chars=800).document_id != _doc(RUNBOOK, max_chars=400).document_id
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("#`~ \n\ta")), max_size=80))
+def test_the_heading_scan_finds_what_a_line_by_line_pass_finds(body: str) -> None:
+    expected = []
+    start = 0
+    for line, in_code in markdown._fenced_lines(body):
+        heading = None if in_code else markdown._heading(line)
+        if heading is not None:
+            expected.append((start, start + len(line), *heading))
+        start += len(line) + 1
+
+    assert markdown._headings(body) == expected

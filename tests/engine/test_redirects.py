@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from lookup_knowledge.engine.corpus import load_documents
-from lookup_knowledge.engine.index import KnowledgeIndex, _with_display_titles
+from lookup_knowledge.engine.index import KnowledgeIndex, _new_words, _with_display_titles
 from lookup_knowledge.engine.lexicon import Lexicon
 
 RUNBOOK = (
@@ -218,3 +220,20 @@ def test_the_title_a_site_shows_is_one_of_a_page_names(
     assert {index.documents[n].source: names for n, names in named.items()} == {
         "KubeletPlegDurationHigh.md": ("Kubelet Pod Lifecycle Event Generator Duration High",)
     }
+
+
+@pytest.mark.parametrize(
+    ("shown", "heading", "new"),
+    [
+        ("Kubelet Pod Lifecycle Event Generator Duration High", "KubeletPlegDurationHigh", True),
+        ("Node Network Receive Errors", "NodeNetworkReceiveErrs", True),
+        ("Kube State Metric sWatch Errors", "KubeStateMetricsWatchErrors", False),  # misspaced
+        ("redis memory disk", "RedisMemoryDisk42", False),  # a name's number is no word
+        ("磁盘 满了", "磁盘满了", False),
+        ("Kube API Down", "KubeAPIDown", False),
+    ],
+)
+def test_a_displayed_title_is_a_new_name_only_when_it_says_new_words(
+    shown: str, heading: str, new: bool
+) -> None:
+    assert _new_words(shown, heading) is new

@@ -581,19 +581,35 @@ class KnowledgeIndex:
 def _with_display_titles(
     documents: Sequence[Document], aliases: dict[int, tuple[str, ...]]
 ) -> dict[int, tuple[str, ...]]:
-    """`aliases`, with each page's front-matter `title` where its words are not its title's:
+    """`aliases`, with each page's front-matter `title` where it has words its title lacks:
     the name a site shows for the page (`Kubelet Pod Lifecycle Event Generator Duration
     High` above `# KubeletPlegDurationHigh`) is one of its names."""
     found = dict(aliases)
     for number, document in enumerate(documents):
         shown = document.front_matter.get("title", "").strip()
-        if shown and _key_words(shown) != _key_words(document.title):
+        if shown and _new_words(shown, document.title):
             found[number] = (*found.get(number, ()), shown)
     return found
 
 
-def _key_words(title: str) -> str:
-    return re.sub(r"[\W_]+", "", title).lower()
+def _new_words(shown: str, title: str) -> bool:
+    """Whether `shown` says words `title` does not, other than as spacing, case or a number
+    (`Kube State Metric sWatch Errors` is `# KubeStateMetricsWatchErrors`, misspaced; a
+    name's digits are no words of a title)."""
+    squashed = re.sub(r"[\W_]+", "", shown).lower()
+    return squashed != re.sub(r"[\W_]+", "", title).lower() and not (
+        _title_words(shown) <= _title_words(title)
+    )
+
+
+_TITLE_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_]")
+
+
+def _title_words(title: str) -> set[str]:
+    """A title's words, identifiers cut at their case changes (`NodeNetworkReceiveErrs` →
+    node, network, receive, errs), lowercased; any other letter (a CJK character) alone, since
+    `磁盘满了` and `磁盘 满了` say the same."""
+    return {w.lower() for w in _TITLE_WORD.findall(title)}
 
 
 def _title_bags(

@@ -37,8 +37,10 @@ CHUNKING_VERSION = 3  # 2: a long list split between its items, a cut at a space
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-# The only lines that can change the structure: a possible heading or fence, whole.
-_MARKER_LINE = re.compile(r"^ {0,3}(?:#|`{3}|~{3}).*$", re.MULTILINE)
+# The only lines that can change the structure: a possible heading or fence, whole (group 1),
+# after a newline. Read over the body with a newline before it: a pattern that starts with a
+# character is tried only where that character is, one with `^` at every position.
+_MARKER_LINE = re.compile(r"\n( {0,3}(?:#|`{3}|~{3})[^\n]*)")
 # A sentence ends at CJK end punctuation, or at Latin end punctuation followed by a space.
 _SENTENCE = re.compile(r".*?(?:[。！？；]+|[.!?;]+(?=\s)|$)\s*", re.DOTALL)
 # A line that starts a list item (`- `, `* `, `+ `, `1. `, `2) `) or a table row (`|`).
@@ -190,8 +192,8 @@ def _headings(body: str) -> list[tuple[int, int, int, str]]:
     """
     found: list[tuple[int, int, int, str]] = []
     fence: str | None = None
-    for marker in _MARKER_LINE.finditer(body):
-        line = marker.group()
+    for marker in _MARKER_LINE.finditer("\n" + body):
+        line = marker.group(1)
         match = _FENCE.match(line)
         if fence is not None:
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
@@ -202,7 +204,7 @@ def _headings(body: str) -> list[tuple[int, int, int, str]]:
             continue
         heading = _heading(line)
         if heading is not None:
-            found.append((marker.start(), marker.end(), *heading))
+            found.append((marker.start(1) - 1, marker.end(1) - 1, *heading))
     return found
 
 
