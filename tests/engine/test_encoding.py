@@ -33,6 +33,8 @@ GERMAN = "# Überlastung\n\nDer Knoten ist überlastet; prüfen Sie die Größe 
         (GBK_PAGE, "utf-16", "utf-16-le"),  # Python writes a byte order mark first
         (GBK_PAGE, "utf-8-sig", "utf-8"),
         (GBK_PAGE, "utf-32", "utf-32-le"),
+        (GBK_PAGE, "utf-16-le", "utf-16-le"),  # no mark: its zero bytes tell
+        (GERMAN, "utf-16-be", "utf-16-be"),
     ],
 )
 def test_a_page_is_read_in_the_encoding_it_was_written_in(

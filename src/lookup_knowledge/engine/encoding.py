@@ -5,7 +5,9 @@ mark). A page that is not UTF-8 was written by an older tool, and read as UTF-8 
 accented letter or Chinese character would be a replacement character: a Chinese page saved
 as GBK would hold nothing a question can name. So, in order:
 
-1. a byte order mark names the encoding: UTF-32 or UTF-16, little or big endian;
+1. a byte order mark names the encoding: UTF-32 or UTF-16, little or big endian; without
+   one, UTF-16 still shows in its zero bytes (the high byte of every ASCII character: a
+   tenth of the page's bytes or more, nearly all on one side of their characters);
 2. valid UTF-8, or UTF-8 with a stray byte (its characters beyond ASCII ten times as many as
    its bytes that are not UTF-8: a Latin-1 `é` pasted into it), each such byte read as a
    replacement character;
@@ -17,7 +19,7 @@ as GBK would hold nothing a question can name. So, in order:
    Latin-1 itself for the five bytes Windows-1252 leaves undefined. Every byte sequence is
    Latin-1: nothing is dropped.
 
-Big5, Shift JIS, UTF-16 without a mark and the other legacy encodings are not told apart:
+Big5, Shift JIS and the other legacy encodings are not told apart:
 such a page reads as Windows-1252, garbled. The parser logs every page read in another
 encoding than UTF-8, with the one used (docs/retrieval.md#chunking).
 """
@@ -32,6 +34,8 @@ REPLACEMENT = "\ufffd"
 # A page whose characters beyond ASCII are this many times as many as its bytes that are no
 # UTF-8 is UTF-8 with a stray byte (a Latin-1 é pasted into it), read as UTF-8.
 MOSTLY_UTF8 = 10
+WIDE_ZEROS = 0.1  # of a page's bytes, the zero bytes of UTF-16 without a byte order mark
+ONE_SIDE = 0.95  # of those, the share on one side of their characters
 GB_SHARE = 0.9  # of the characters beyond ASCII, the share in GB2312 a GB18030 page holds
 _BOMS = (  # the longer marks first: UTF-32's little-endian mark starts as UTF-16's does
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -47,6 +51,9 @@ def decode_page(raw: bytes) -> tuple[str, str]:
     for mark, encoding in _BOMS:
         if raw.startswith(mark):
             return raw[len(mark) :].decode(encoding, errors="replace"), encoding
+    wide = _utf16_without_mark(raw)
+    if wide is not None:
+        return raw.decode(wide, errors="replace"), wide
     try:
         return raw.decode(UTF8), UTF8
     except UnicodeDecodeError:
@@ -62,6 +69,22 @@ def decode_page(raw: bytes) -> tuple[str, str]:
         return raw.decode("cp1252"), "cp1252"
     except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90 or 0x9D: undefined there
         return raw.decode("latin-1"), "latin-1"
+
+
+def _utf16_without_mark(raw: bytes) -> str | None:
+    """`utf-16-le` or `utf-16-be` for UTF-16 without a byte order mark, else None. Markdown's
+    marks, spaces and digits are ASCII, and in UTF-16 each has a zero byte on the same side of
+    its two: a page whose zero bytes are `WIDE_ZEROS` of its bytes or more, nearly all on one
+    side, is UTF-16 (UTF-8 text holds no zero byte)."""
+    zeros = raw.count(0)
+    if zeros < WIDE_ZEROS * len(raw) or len(raw) % 2:
+        return None
+    odd = raw[1::2].count(0)  # the high byte of an ASCII character, little-endian
+    if odd >= ONE_SIDE * zeros:
+        return "utf-16-le"
+    if zeros - odd >= ONE_SIDE * zeros:
+        return "utf-16-be"
+    return None
 
 
 def _as_gb18030(raw: bytes) -> str | None:
