@@ -52,3 +52,25 @@ def test_the_scope_is_the_heaviest_concepts_or_a_share_of_them_all() -> None:
     assert scoring.scope_weight([3.0, 1.0, 2.0]) == 6.0
     assert scoring.scope_weight([1.0] * 40) == 16.0  # 40 / 3 is less
     assert scoring.scope_weight([1.0] * 90) == 30.0  # a third of 90, above the sixteen
+
+
+def test_an_unknown_lone_character_counts_against_a_hit_less_than_an_unknown_word(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conntrack.md").write_text(
+        "# conntrack 插入失败\n\n`conntrack -S` 看到 `insert_failed` 数量在不断增加。\n"
+    )
+    (tmp_path / "disk.md").write_text("# 磁盘满了\n\n清理容器日志，释放磁盘空间。\n")
+    index = KnowledgeIndex(load_documents(tmp_path))
+    column = scoring.FEATURES.index("support")
+
+    def support(query: str) -> float:
+        graded = index.grade(query)
+        assert not isinstance(graded, NoEvidenceBasis)
+        return float(graded.features[int(graded.order[0])][column])
+
+    # `涨` (rises) and `飙升` (soars): neither is a word of the corpus. A lone character is
+    # as often a fragment of a word the segmenter could not read as a word of its own.
+    lone = support("conntrack insert_failed 一直在涨")
+    word = support("conntrack insert_failed 飙升")
+    assert lone > word

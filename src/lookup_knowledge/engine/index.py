@@ -392,7 +392,9 @@ class KnowledgeIndex:
     def _weight(self, concept: Concept, verbatim: np.ndarray | None) -> float:
         n = len(self._chunks)
         if concept.known is Known.UNKNOWN:
-            return query_reading.UNKNOWN_FACTOR * idf(0, n)
+            lone = len(concept.token) == 1 and tokenize.is_cjk_word(concept.token)
+            factor = query_reading.SINGLE_CHARACTER_FACTOR if lone else 1.0
+            return factor * query_reading.UNKNOWN_FACTOR * idf(0, n)
         if concept.known is Known.WORD:
             return query_reading.WORD_FACTOR * idf(0, n)
         if concept.known is Known.ABSENT:

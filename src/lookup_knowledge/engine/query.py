@@ -28,7 +28,9 @@ concept weighs depends on what the corpus knows of it:
 * **unknown** — a word the corpus has never seen: it weighs `UNKNOWN_FACTOR` of the rarest
   word's weight, so a question about something the corpus lacks still falls short (a query made
   only of such words finds nothing at all), while one stray filler word or name cannot sink a
-  question whose meaningful words all match.
+  question whose meaningful words all match. A lone Chinese character weighs
+  `SINGLE_CHARACTER_FACTOR` of that, as a known one does: the segmenter's leftover of a
+  colloquial verb or a typo (`涨`, `马` for `码`) more often than the question's subject.
 * **word** — an unknown Latin word of `WORD_MIN_LETTERS` letters or more as typed, whose stem
   is an English word of the dictionary (`counter`, `yesterday`: `engine.bilingual`), or one of
   `COMMON_MIN_LETTERS` that the dictionary writes as typed (`link`, `west`), or a Chinese
