@@ -279,8 +279,8 @@ def noise_runs(text: str) -> list[str]:
     """The Latin runs of `text` (`latin_runs`) that are log noise a page may document as a
     whole: an address with or without its port, a long number. The tokens leave them out;
     the index keeps them by chunk, and a query's run the corpus holds is evidence
-    (`engine.query`)."""
-    text = unicodedata.normalize("NFKC", text)
+    (`engine.query`). `text` is in NFKC already (`normalize`): the index normalizes each chunk
+    once."""
     if _DOCUMENTED_NOISE_HINT.search(text) is None:
         return []
     found: dict[str, None] = {}
