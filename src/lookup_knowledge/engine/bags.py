@@ -253,8 +253,9 @@ def _terms_of_runs(
     if words is None:
         words = {t for found in latin.values() for t in found} | terms.names(chinese)
     _add_inner_compounds(runs, latin, words)
-    lengths[list(latin)] = np.fromiter(map(len, latin.values()), np.int64, len(latin))
-    offsets[list(latin)] = len(chinese) + np.cumsum(lengths[list(latin)]) - lengths[list(latin)]
+    at = np.fromiter(latin, np.int64, len(latin))
+    lengths[at] = np.fromiter(map(len, latin.values()), np.int64, len(latin))
+    offsets[at] = len(chinese) + np.cumsum(lengths[at]) - lengths[at]
     flat = np.concatenate((chinese, terms.numbers(itertools.chain.from_iterable(latin.values()))))
     return flat, offsets, lengths
 
