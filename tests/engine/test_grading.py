@@ -13,14 +13,8 @@ def test_a_query_naming_the_whole_title_covers_the_heading(tmp_path: Path) -> No
     (tmp_path / "hpa.md").write_text("# Autoscaler maxed out\n\nThe autoscaler cannot add pods.\n")
     (tmp_path / "disk.md").write_text("# Disk full\n\nThe autoscaler log fills the disk.\n")
     index = KnowledgeIndex(load_documents(tmp_path))
-    column = scoring.FEATURES.index("heading_coverage")
 
-    graded = index.grade("autoscaler maxed out")
-    assert not isinstance(graded, NoEvidenceBasis)
-    by_source = {
-        index.chunk(int(c)).source: float(f[column])
-        for c, f in zip(graded.candidates, graded.features, strict=True)
-    }
+    by_source = _by_source(index, "autoscaler maxed out", "heading_coverage")
 
     assert by_source["hpa.md"] == 1.0
     assert by_source["disk.md"] == 0.0
@@ -31,15 +25,9 @@ def test_heading_coverage_weighs_the_rare_title_words_more(tmp_path: Path) -> No
         (tmp_path / f"node{n}.md").write_text(f"# Node alert {n}\n\nThe node is down.\n")
     (tmp_path / "hpa.md").write_text("# Node autoscaler maxed\n\nThe autoscaler is at max.\n")
     index = KnowledgeIndex(load_documents(tmp_path))
-    column = scoring.FEATURES.index("heading_coverage")
 
     def coverage(query: str) -> float:
-        graded = index.grade(query)
-        assert not isinstance(graded, NoEvidenceBasis)
-        for c, f in zip(graded.candidates, graded.features, strict=True):
-            if index.chunk(int(c)).source == "hpa.md":
-                return float(f[column])
-        raise AssertionError("hpa.md is no candidate")
+        return _by_source(index, query, "heading_coverage")["hpa.md"]  # a KeyError: no candidate
 
     rare, common = coverage("autoscaler maxed"), coverage("node")
 
@@ -62,15 +50,24 @@ def test_an_unknown_lone_character_counts_against_a_hit_less_than_an_unknown_wor
     )
     (tmp_path / "disk.md").write_text("# 磁盘满了\n\n清理容器日志，释放磁盘空间。\n")
     index = KnowledgeIndex(load_documents(tmp_path))
-    column = scoring.FEATURES.index("support")
 
     def support(query: str) -> float:
-        graded = index.grade(query)
-        assert not isinstance(graded, NoEvidenceBasis)
-        return float(graded.features[int(graded.order[0])][column])
+        return _by_source(index, query, "support")["conntrack.md"]
 
     # `涨` (rises) and `飙升` (soars): neither is a word of the corpus. A lone character is
     # as often a fragment of a word the segmenter could not read as a word of its own.
     lone = support("conntrack insert_failed 一直在涨")
     word = support("conntrack insert_failed 飙升")
     assert lone > word
+
+
+def _by_source(index: KnowledgeIndex, query: str, feature: str) -> dict[str, float]:
+    """Each candidate document's best value of one grading feature for `query`."""
+    graded = index.grade(query)
+    assert not isinstance(graded, NoEvidenceBasis)
+    column = scoring.FEATURES.index(feature)
+    found: dict[str, float] = {}
+    for c, f in zip(graded.candidates, graded.features, strict=True):
+        source = index.chunk(int(c)).source
+        found[source] = max(found.get(source, float("-inf")), float(f[column]))
+    return found
