@@ -118,6 +118,27 @@ def test_a_typo_and_an_id_do_not_sink_a_query_whose_words_match(
     assert result.hits[0].level is Level.PRECISE
 
 
+def test_a_word_with_a_number_on_its_end_is_read_as_its_letters_the_corpus_holds(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "raid.md": "# RAID array degraded\n\nAn md array lost a member disk.\n",
+            "disk.md": "# Disk full\n\nThe disk is full: no space left on device.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    line = "md/raid1:md0: Disk failure on sdb1, disabling device. pod qx2lv-x187"
+
+    tokens = {c.token: c.known for c in index.read(line).concepts}
+
+    # `raid1` is the array kind the corpus writes as `raid`; `sdb`, `qx`, `x` it lacks,
+    # and `md0`'s two letters are too few to tell from an id's.
+    assert tokens["raid"] is Known.KNOWN
+    assert not {"raid1", "md0", "sdb", "sdb1", "qx2lv", "x187"} & tokens.keys()
+    assert index.search(line, top_k=5).hits[0].chunk.source == "raid.md"
+
+
 def test_only_the_first_typo_readings_of_a_query_are_typos(
     write_docs: Callable[[dict[str, str]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,8 +19,11 @@ concept weighs depends on what the corpus knows of it:
   lacks, or two or more lone characters in a row) that differ from a corpus
   word in one character which sounds alike (`节店` → `节点`: `engine.bilingual`) are that word,
   as a typo: an input method picks a homophone, not a neighbouring key.
-* **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0; so
-  is a Chinese count the corpus lacks (`两百多个`, `十几秒`: `tokenize.is_cjk_count`).
+* **id** — an unknown token with a digit (`e0607`, `qx2lv`, `v2`): log noise, weight 0,
+  unless it is a word of three letters or more with a number on its end (`raid1`, `mysql8`,
+  `node12`: a device, a version, a host) whose letters the corpus holds: it is read as
+  them, as `node-12` is read as `node`. A Chinese count the corpus lacks is noise too
+  (`两百多个`, `十几秒`: `tokenize.is_cjk_count`).
   Log noise the tokenizer drops (an address, a port, a long number, a hex id:
   `engine.tokenize`) is evidence when the corpus holds it verbatim, as a whole run of some
   chunk's text (`169.254.20.10`, the node-local DNS address a page documents): it is a
@@ -93,6 +96,9 @@ TYPO_READINGS = 32  # words of one query read as typos at most: no tune question
 COUNT_MAX_DIGITS = 2  # a number this short is a count or an ordinal, seldom a code
 RESPELL_ATTEMPTS = 64  # corpus look-ups for misspelt Chinese words, at most, per query
 RESPELL_RUN = 80  # longest run of Chinese characters read for typos (a phrase, not a paste)
+# A word with a number on its end (`raid1`, `eth0`, `mysql8`, `node12`): a device, a
+# version, a host; its letters are the word the corpus may hold (as `node-12` gives `node`).
+_NUMBERED = re.compile(r"([a-z]{3,})\d{1,3}")
 
 
 class Known(StrEnum):
@@ -399,6 +405,12 @@ def _tokens(
             if pieces != [word] and any(held.forms(p) for p in pieces):
                 out.extend(tokenize.Token(p) for p in pieces)
                 continue
+        elif (numbered := _NUMBERED.fullmatch(word)) and not held.forms(word):
+            letters = numbered.group(1)
+            stemmed = tokenize.stem(letters)
+            if letters not in lexicon.stopwords and held.forms(stemmed):
+                out.append(tokenize.Token(stemmed, raw=letters))
+            continue  # else an id, a count, a version: noise to this corpus (`_concept`)
         out.append(token)
     return out
 
