@@ -95,7 +95,7 @@ async def test_no_evidence_is_a_normal_answer_with_its_basis(client: httpx.Async
 
 
 async def test_all_below_threshold_is_reported(client: httpx.AsyncClient) -> None:
-    body = await _search(client, query="memory foam mattress prices")
+    body = await _search(client, query="a memory foam mattress for the ops team")
 
     assert body["evidence_status"] == "no_evidence"
     assert body["retrieval_trace"]["no_evidence_basis"] == "all_below_threshold"

@@ -29,7 +29,7 @@ def test_heading_coverage_weighs_the_rare_title_words_more(tmp_path: Path) -> No
     def coverage(query: str) -> float:
         return _by_source(index, query, "heading_coverage")["hpa.md"]  # a KeyError: no candidate
 
-    rare, common = coverage("autoscaler maxed"), coverage("node")
+    rare, common = coverage("autoscaler maxed"), coverage("node alert")
 
     assert 0.0 < common < 0.5 < rare < 1.0
 

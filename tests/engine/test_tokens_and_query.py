@@ -444,6 +444,26 @@ def test_a_query_of_counts_and_ordinals_alone_has_no_candidates(
     assert index.search("137", top_k=1).no_evidence_basis is not NoEvidenceBasis.NO_CANDIDATES
 
 
+def test_a_query_of_one_subject_many_pages_hold_has_no_candidates(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    pages = {f"alert{n}.md": f"# Alert {n}\n\nThe exporter logs an error {n}.\n" for n in range(4)}
+    pages["conntrack.md"] = "# Conntrack table\n\nThe error is a full conntrack table.\n"
+    index = KnowledgeIndex(load_documents(write_docs(pages)))
+
+    def basis(query: str) -> NoEvidenceBasis | None:
+        return index.search(query, top_k=5).no_evidence_basis
+
+    # Five pages of five say `error`: it names none of them, whatever else the query says
+    # that the corpus lacks; one page says `conntrack`, so it, or `error` beside it, does.
+    assert basis("Error.") is basis("error, please help!!") is NoEvidenceBasis.NO_CANDIDATES
+    assert basis("conntrack") is None
+    assert index.search("conntrack error", top_k=5).hits[0].chunk.source == "conntrack.md"
+    # A typo stands for a second word: the query is no longer of one subject.
+    assert index.read("error conntrak").concepts[1].known is Known.TYPO
+    assert basis("error conntrak") is not NoEvidenceBasis.NO_CANDIDATES
+
+
 @pytest.mark.parametrize(
     "query",
     [

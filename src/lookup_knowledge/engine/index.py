@@ -68,6 +68,11 @@ TITLE_MIX = 1.0  # weight of the title field's BM25 in a chunk's rank (docs/retr
 TITLE_NAMED = 0.67  # share of its title field's IDF weight a query names for it to count
 FILTER_CACHE = 1024  # filters whose matching documents a search keeps (`_documents_matching`)
 BIGRAM_MIX = 0.1  # weight of the CJK bigrams' BM25 in the order, not the grade (engine.ngrams)
+# A query of one subject that more than this share of the pages hold, and more than
+# `COMMON_SUBJECT_PAGES` of them, names no page's topic (`Error.`, `有告警`): no candidates
+# (docs/retrieval.md#reading-the-query).
+COMMON_SUBJECT_SHARE = 0.2
+COMMON_SUBJECT_PAGES = 3
 
 
 class NoEvidenceBasis(StrEnum):
@@ -152,6 +157,7 @@ class KnowledgeIndex:
             raise ValueError("cannot build an index without chunks")
         self.placeholder_count = placeholders
         self._chunk_doc = np.array(chunk_doc, dtype=np.int32)
+        self._indexed_documents = len(set(chunk_doc))
         self._lengths = np.array([len(c.content) for c in self._chunks], dtype=np.int32)
         stopwords = self.lexicon.stopwords
         # One pass over the heading paths (with tags) and the rest of each chunk's text; a
@@ -330,6 +336,11 @@ class KnowledgeIndex:
         if allowed is not None:
             rank[~allowed] = 0.0
         candidates = np.flatnonzero(rank > 0)  # chunks holding some word of the query
+        subject = read.sole_subject
+        if subject is not None and self._common(
+            subject, verbatim[read.concepts.index(subject)], allowed
+        ):
+            return NoEvidenceBasis.NO_CANDIDATES
         # The hits' order adds the CJK bigrams' BM25 to the words' rank; the grade reads the
         # words' rank alone (its margin was calibrated on it).
         ordering = rank[candidates]
@@ -376,6 +387,25 @@ class KnowledgeIndex:
             (candidates, -self._lengths[candidates], -quality, -np.round(ordering, 6))
         )
         return Graded(candidates, ordering, features, quality, order)
+
+    def _common(
+        self, concept: Concept, verbatim: np.ndarray | None, allowed: np.ndarray | None
+    ) -> bool:
+        """Whether more than `COMMON_SUBJECT_SHARE` of the pages a search may return (all, or
+        those of its filter) hold the concept, and more than `COMMON_SUBJECT_PAGES`: in a small
+        corpus, or a narrow filter, a word of a few pages still names them."""
+        if verbatim is not None:
+            pages = self._chunk_doc[verbatim]
+        else:
+            held = [self._doc_postings.units(self._vocabulary[v]) for v in concept.variants]
+            pages = np.concatenate(held) if held else np.zeros(0, dtype=np.int32)
+        searched = self._indexed_documents
+        if allowed is not None:
+            within = np.unique(self._chunk_doc[allowed])
+            pages, searched = np.intersect1d(pages, within), len(within)
+        else:
+            pages = np.unique(pages)
+        return len(pages) > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
 
     def _verbatim(self, concept: Concept) -> np.ndarray | None:
         """Which chunks hold a concept found verbatim in their text (None: any other concept,

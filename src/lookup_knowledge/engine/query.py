@@ -132,6 +132,16 @@ class ReadQuery:
         return tuple(dict.fromkeys(b for c in self.concepts for b in c.bridges))
 
     @property
+    def sole_subject(self) -> Concept | None:
+        """The one concept that finds what the query is about, if only one does: the other
+        concepts are discourse words, counts or words the corpus lacks (no typo, no bridge),
+        and no identifier the corpus holds is named."""
+        if set(self.wholes) - set(self.joined):
+            return None
+        finding = [c for c in self.concepts if _is_subject(c) or c.known in _STANDING_IN]
+        return finding[0] if len(finding) == 1 and _is_subject(finding[0]) else None
+
+    @property
     def empty(self) -> bool:
         """Nothing the corpus holds as such: typos alone (`bake` → `make`) prove nothing;
         neither do counts and ordinals alone (`1 2 3`: numbers of `COUNT_MAX_DIGITS` digits or
@@ -140,10 +150,19 @@ class ReadQuery:
         wrong and where, not what)."""
         if set(self.wholes) - set(self.joined):
             return False  # an identifier the corpus holds as such (`ServiceDown`) names a page
-        return not any(
-            c.known in (Known.KNOWN, Known.SUBSTRING) and not c.discourse and not _is_count(c.token)
-            for c in self.concepts
-        )
+        return not any(_is_subject(c) for c in self.concepts)
+
+
+_STANDING_IN = (Known.TYPO, Known.BRIDGED)  # concepts that find chunks through other words
+
+
+def _is_subject(concept: Concept) -> bool:
+    """A word the corpus holds that says what the query is about: no discourse word, no count."""
+    return (
+        concept.known in (Known.KNOWN, Known.SUBSTRING)
+        and not concept.discourse
+        and not _is_count(concept.token)
+    )
 
 
 def _is_count(token: str) -> bool:
