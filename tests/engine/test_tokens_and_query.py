@@ -139,6 +139,28 @@ def test_a_word_with_a_number_on_its_end_is_read_as_its_letters_the_corpus_holds
     assert index.search(line, top_k=5).hits[0].chunk.source == "raid.md"
 
 
+def test_a_chinese_compound_the_corpus_lacks_is_read_as_the_words_it_is_made_of(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    docs = write_docs(
+        {
+            "rule.md": "# Rule evaluation errors\n\nThe error message names the failing rule.\n",
+            "disk.md": "# Disk full\n\nFree some space on the disk.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+
+    def read(query: str) -> list[tuple[str, Known]]:
+        return [(c.token, c.known) for c in index.read(query).concepts]
+
+    # jieba keeps `错误信息` whole; the documents' search mode reads it as `错误` + `信息`.
+    assert read("错误信息") == [("错误", Known.KNOWN), ("信息", Known.KNOWN)]
+    # `十分` and `分钟` overlap: no reading of the whole, which stays a word the corpus lacks.
+    assert read("十分钟") == [("十分钟", Known.UNKNOWN)]
+    assert tokenize.tiling("错误信息", {"错误", "信息"}) == ["错误", "信息"]
+    assert tokenize.tiling("一大半", {"一大", "大半"}) is None
+
+
 def test_only_the_first_typo_readings_of_a_query_are_typos(
     write_docs: Callable[[dict[str, str]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

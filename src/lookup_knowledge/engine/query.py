@@ -51,7 +51,9 @@ concept weighs depends on what the corpus knows of it:
   what the question is about than any one word it lacks.
 
 A Chinese word the corpus does not know is first re-read by jieba's dictionary alone (its HMM
-sometimes glues a function character onto a word: `有大` → `大`). Whole identifiers
+sometimes glues a function character onto a word: `有大` → `大`), then, if it is a
+compound of words the corpus holds as search mode cuts it (`错误信息` → `错误`, `信息`), as
+those words. Whole identifiers
 (`kube-proxy`, `kubepodcrashlooping`) that the corpus holds add to the ranking, never to the
 coverage: their parts are concepts of their own.
 
@@ -423,6 +425,13 @@ def _tokens(
                 continue
             if pieces != [word] and any(held.forms(p) for p in pieces):
                 out.extend(tokenize.Token(p) for p in pieces)
+                continue
+            # A compound of words the corpus holds (`错误信息`, `安全软件`): those words, as the
+            # documents' search-mode segmentation reads it.
+            parts = [w for w in tokenize.segment_for_search(word) if w != word]
+            tiles = tokenize.tiling(word, {p for p in parts if held.forms(p) or in_text(p)})
+            if tiles:
+                out.extend(tokenize.Token(p) for p in tiles)
                 continue
         elif (numbered := _NUMBERED.fullmatch(word)) and not held.forms(word):
             letters = numbered.group(1)

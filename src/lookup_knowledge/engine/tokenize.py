@@ -373,6 +373,23 @@ def dictionary_words(word: str, stopwords: Collection[str]) -> list[str]:
     return [w for w in _segmenter().cut_dictionary_only(word) if w not in stopwords]
 
 
+def tiling(word: str, parts: Collection[str]) -> list[str] | None:
+    """`word` written as a sequence of `parts` of two characters or more, if it is one (the
+    fewest parts); None if not (`错误信息` of {`错误`, `信息`}; not `十分钟` of {`十分`, `分钟`},
+    which overlap)."""
+    best: list[list[str] | None] = [[]] + [None] * len(word)
+    for end in range(2, len(word) + 1):
+        for begin in range(end - 1):
+            before, piece = best[begin], word[begin:end]
+            if (
+                before is not None
+                and piece in parts
+                and (best[end] is None or len(before) + 1 < len(best[end] or ()))
+            ):
+                best[end] = [*before, piece]
+    return best[len(word)]
+
+
 def cjk_runs(text: str) -> list[str]:
     """The runs of CJK characters of `text`, in order."""
     return _CJK_WORD.findall(unicodedata.normalize("NFKC", text))
