@@ -383,6 +383,12 @@ class KnowledgeIndex:
             )
             capped = np.minimum(quality, scoring.BRIDGED_CAP)
             quality = np.maximum(own, np.where(own >= scoring.PRECISE_THRESHOLD, quality, capped))
+        if self.lexicon.set_up_question(query):
+            # A runbook answers what is wrong; how to set something up, at best for reference,
+            # unless the question and the hit's heading say mostly the same, either way round:
+            # a page about that very task (`engine.cues`).
+            named = (features[:, scoring.HEADINGS] >= scoring.SET_UP_NAMED).any(axis=1)
+            quality = np.where(named, quality, np.minimum(quality, scoring.SET_UP_CAP))
         order = np.lexsort(
             (candidates, -self._lengths[candidates], -quality, -np.round(ordering, 6))
         )

@@ -1,9 +1,10 @@
 """Stopwords, the Chinese↔English glossary, the ops thesaurus, the discourse words, the
-placeholders and the pointer words: data files shipped with the package, plus a
-deployment's own.
+placeholders, the pointer words and the set-up and symptom phrases: data files shipped with
+the package, plus a deployment's own.
 
 The shipped lists live in `engine/data/` (`stopwords-en.txt`, `stopwords-zh.txt`,
-`glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`, `pointers.txt`). A
+`glossary.txt`, `thesaurus.txt`, `discourse.txt`, `placeholders.txt`, `pointers.txt`,
+`tasks.txt`, `symptoms.txt`). A
 deployment that indexes its own folder (`PYRAG_DOCS_DIR`) extends them with files in that
 folder's `.lexicon/` subfolder (never indexed: the engine skips dot-folders):
 
@@ -16,7 +17,9 @@ folder's `.lexicon/` subfolder (never indexed: the engine skips dot-folders):
 * `.lexicon/placeholders.txt` — more placeholder phrases, one per line (a chunk that says
   only one of these, `TODO`, is not indexed: `engine.placeholders`);
 * `.lexicon/pointers.txt` — more pointer words, whitespace-separated (a page whose words
-  besides its one link are all of these only points elsewhere: `engine.redirects`).
+  besides its one link are all of these only points elsewhere: `engine.redirects`);
+* `.lexicon/tasks.txt`, `.lexicon/symptoms.txt` — more set-up and symptom phrases, one per
+  line (a set-up question without a symptom is graded at most `REFERENCE`: `engine.cues`).
 
 In every file `#` starts a comment. Stopwords are function words and fillers: a query is
 about its content words. Glossary groups say which words mean the same thing across
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lookup_knowledge.engine import fuzzy, tokenize
+from lookup_knowledge.engine.cues import Cues
 from lookup_knowledge.engine.placeholders import Placeholders
 
 LEXICON_DIR = ".lexicon"
@@ -56,6 +60,8 @@ THESAURUS_FILE = "thesaurus.txt"
 DISCOURSE_FILE = "discourse.txt"
 PLACEHOLDERS_FILE = "placeholders.txt"
 POINTERS_FILE = "pointers.txt"
+TASKS_FILE = "tasks.txt"
+SYMPTOMS_FILE = "symptoms.txt"
 DEPLOYMENT_STOPWORDS = "stopwords.txt"
 GAP = 2  # other tokens a query may put between the words of a lay expression
 _LATIN_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+")
@@ -132,6 +138,10 @@ class Lexicon:
     # What a page that only points elsewhere says around its link (`moved`, `see`, `已迁移`):
     # `engine.redirects`; data/pointers.txt.
     pointers: frozenset[str] = frozenset()
+    # Phrases of a set-up question (`how do I enable`, `怎么配置`) and of a symptom (`fail`,
+    # `超时`): `set_up_question`; data/tasks.txt, data/symptoms.txt.
+    tasks: Cues = field(default_factory=Cues)
+    symptoms: Cues = field(default_factory=Cues)
     # Derived from the fields above (`__post_init__`): the glossary's table, the Latin bridges
     # by their first word and the Chinese ones, with their positions by first character
     # (what `said` looks through).
@@ -171,6 +181,8 @@ class Lexicon:
         discourse_text = [_read_shipped(DISCOURSE_FILE)]
         placeholder_text = [_read_shipped(PLACEHOLDERS_FILE)]
         pointer_text = [_read_shipped(POINTERS_FILE)]
+        task_text = [_read_shipped(TASKS_FILE)]
+        symptom_text = [_read_shipped(SYMPTOMS_FILE)]
         sources: list[str] = []
         if docs_dir is not None:
             extra = Path(docs_dir) / LEXICON_DIR
@@ -181,6 +193,8 @@ class Lexicon:
                 (DISCOURSE_FILE, discourse_text),
                 (PLACEHOLDERS_FILE, placeholder_text),
                 (POINTERS_FILE, pointer_text),
+                (TASKS_FILE, task_text),
+                (SYMPTOMS_FILE, symptom_text),
             ):
                 path = extra / name
                 if path.is_file():
@@ -215,7 +229,13 @@ class Lexicon:
             discourse,
             placeholders,
             pointers,
+            Cues.of_lines(line for text in task_text for line in text.splitlines()),
+            Cues.of_lines(line for text in symptom_text for line in text.splitlines()),
         )
+
+    def set_up_question(self, query: str) -> bool:
+        """Whether `query` asks how to set something up and names no symptom (`engine.cues`)."""
+        return self.tasks.said(query) and not self.symptoms.said(query)
 
     def _build_table(self) -> dict[str, frozenset[str]]:
         table: dict[str, set[str]] = {}
