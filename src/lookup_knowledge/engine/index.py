@@ -387,7 +387,7 @@ class KnowledgeIndex:
             # A runbook answers what is wrong; how to set something up, at best for reference,
             # unless the question and the hit's heading say mostly the same, either way round:
             # a page about that very task (`engine.cues`).
-            named = (features[:, scoring.HEADINGS] >= scoring.SET_UP_NAMED).any(axis=1)
+            named = (features[:, list(scoring.HEADINGS)] >= scoring.SET_UP_NAMED).any(axis=1)
             quality = np.where(named, quality, np.minimum(quality, scoring.SET_UP_CAP))
         order = np.lexsort(
             (candidates, -self._lengths[candidates], -quality, -np.round(ordering, 6))

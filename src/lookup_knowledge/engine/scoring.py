@@ -63,10 +63,9 @@ PRECISE_THRESHOLD = 0.75
 REFERENCE_THRESHOLD = 0.5
 BRIDGE_FACTOR = 0.7  # coverage a thesaurus bridge term gives a concept, of its weight
 BRIDGED_CAP = 0.7499  # the most a grade lifted by the thesaurus alone can be: REFERENCE
-SET_UP_CAP = 0.7499  # the most a set-up question without a symptom is graded: REFERENCE,
-# ... unless this share of it is in the hit's heading, or of the heading in it
-SET_UP_NAMED = 0.5
-HEADINGS = [FEATURES.index("heading"), FEATURES.index("heading_coverage")]
+SET_UP_CAP = 0.7499  # the most a set-up question without a symptom is graded (engine.cues)
+SET_UP_NAMED = 0.5  # unless this share of it is in the hit's heading, or of the heading in it
+HEADINGS = (FEATURES.index("heading"), FEATURES.index("heading_coverage"))
 HIT_FLOOR = 0.2  # hits after the first are returned down to this quality
 
 
