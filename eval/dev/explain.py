@@ -31,42 +31,13 @@ from pathlib import Path
 
 from lookup_knowledge.engine import scoring
 from lookup_knowledge.engine.corpus import load_documents
-from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis
+from lookup_knowledge.engine.explain import Doc, describe, documents
+from lookup_knowledge.engine.index import KnowledgeIndex
 from lookup_knowledge.engine.lexicon import Lexicon
-from lookup_knowledge.engine.query import Concept
 from lookup_knowledge.evaluation.devset import DevCase, load_dev_corpora
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SPLIT = "tune"
-
-
-def describe(concept: Concept) -> str:
-    text = f"{concept.token}:{concept.known.value}" + ("!" if concept.discourse else "")
-    forms = [v for v in concept.variants if v != concept.token][:3]
-    if forms:
-        text += "->" + "/".join(forms)
-    if concept.bridges:
-        text += "~" + "/".join(concept.bridges[:3])
-    return text
-
-
-Doc = tuple[str, float, float, list[float]]  # source, grade, rank, grading features
-
-
-def documents(index: KnowledgeIndex, query: str, top: int) -> list[Doc]:
-    """The first `top` documents in the engine's order: source, grade, rank, features."""
-    graded = index.grade(query)
-    if isinstance(graded, NoEvidenceBasis):
-        return []
-    found: dict[str, Doc] = {}
-    for i in graded.order.tolist():
-        source = index.chunk(int(graded.candidates[i])).source
-        if source not in found:
-            features = [round(float(x), 3) for x in graded.features[i]]
-            found[source] = (source, float(graded.quality[i]), float(graded.ranks[i]), features)
-            if len(found) == top:
-                break
-    return list(found.values())
 
 
 def outcome(case: DevCase, docs: Sequence[Doc]) -> str:

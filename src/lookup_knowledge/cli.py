@@ -1,4 +1,4 @@
-"""Console entry `lookup-knowledge`: serve, pyrag serve, verify-citation/-report, audit show.
+"""Console entry `lookup-knowledge`: serve, pyrag serve/explain, verify-citation/-report, audit.
 
 Also `mcp` (lookup_knowledge.mcp_server.stdio) and `tool-spec` (lookup_knowledge.tool_spec).
 """
@@ -142,6 +142,35 @@ def pyrag_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def pyrag_explain(args: argparse.Namespace) -> int:
+    """Why the embedded engine answers each query as it does (engine.explain)."""
+    from lookup_knowledge.engine.corpus import load_documents
+    from lookup_knowledge.engine.explain import explain, render
+    from lookup_knowledge.engine.index import KnowledgeIndex
+    from lookup_knowledge.engine.lexicon import Lexicon
+
+    docs = args.docs if args.docs is not None else os.environ.get("PYRAG_DOCS_DIR") or None
+    folder = Path(docs) if docs else None
+    if folder is not None and not folder.is_dir():
+        print(f"no folder of documents at {folder}", file=sys.stderr)
+        return preflight.EXIT_CONFIGURATION
+    index = KnowledgeIndex(load_documents(folder), Lexicon.load(folder))
+    filters: dict[str, str] | None = None
+    for pair in args.filter or ():
+        key, value = pair.split("=", 1)
+        filters = {**(filters or {}), key.strip(): value.strip()}
+    for query in args.query:
+        explained = explain(index, query, args.top, filters)
+        print(explained.to_json() if args.json else render(explained))
+    return 0
+
+
+def _filter(text: str) -> str:
+    if "=" not in text or not text.split("=", 1)[0].strip():
+        raise argparse.ArgumentTypeError(f"a filter is key=value, not {text!r}")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lookup-knowledge",
@@ -174,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, help=f"listen port (PORT, default {PYRAG_DEFAULT_PORT})"
     )
     pyrag_serve_cmd.set_defaults(handler=pyrag_serve)
+    pyrag_explain_cmd = pyrag_commands.add_parser(
+        "explain", help="why the engine answers a query as it does: its reading, its documents"
+    )
+    pyrag_explain_cmd.add_argument("query", nargs="+", help="one or more queries")
+    pyrag_explain_cmd.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
+    )
+    pyrag_explain_cmd.add_argument("--top", type=int, default=5, help="documents shown per query")
+    pyrag_explain_cmd.add_argument(
+        "--filter", action="append", type=_filter, help="key=value, as a search's filters"
+    )
+    pyrag_explain_cmd.add_argument("--json", action="store_true", help="one JSON line per query")
+    pyrag_explain_cmd.set_defaults(handler=pyrag_explain)
 
     verify = commands.add_parser(
         "verify-citation", help="check a citation against its ledger entry", add_help=False

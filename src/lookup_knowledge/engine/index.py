@@ -338,7 +338,7 @@ class KnowledgeIndex:
         candidates = np.flatnonzero(rank > 0)  # chunks holding some word of the query
         subject = read.sole_subject
         if subject is not None and self._common(
-            subject, verbatim[read.concepts.index(subject)], allowed
+            *self._subject_pages(subject, verbatim[read.concepts.index(subject)], allowed)
         ):
             return NoEvidenceBasis.NO_CANDIDATES
         # The hits' order adds the CJK bigrams' BM25 to the words' rank; the grade reads the
@@ -394,24 +394,50 @@ class KnowledgeIndex:
         )
         return Graded(candidates, ordering, features, quality, order)
 
-    def _common(
+    def why_no_candidates(self, query: str, filters: Mapping[str, str] | None = None) -> str:
+        """Why a query has no candidates, in words (`pyrag explain`); "" when it has some."""
+        read = self.read(query)
+        if read.empty:
+            return (
+                "no word of it that the corpus holds names a subject: what it holds are typos, "
+                "thesaurus words, counts, discourse words or none"
+            )
+        allowed = self._filter_mask(filters) if filters else None
+        if allowed is not None and not allowed.any():
+            return "its filter matches no page"
+        subject = read.sole_subject
+        if subject is not None:
+            held, searched = self._subject_pages(subject, self._verbatim(subject), allowed)
+            if self._common(held, searched):
+                return (
+                    f"its one subject word, {subject.token!r}, is on {held} of the {searched} "
+                    f"pages searched: more than {COMMON_SUBJECT_SHARE:.0%} of them, and more "
+                    f"than {COMMON_SUBJECT_PAGES}, name no page"
+                )
+        graded = self.grade(query, filters)
+        return "no chunk holds a word of it" if isinstance(graded, NoEvidenceBasis) else ""
+
+    def _subject_pages(
         self, concept: Concept, verbatim: np.ndarray | None, allowed: np.ndarray | None
-    ) -> bool:
-        """Whether more than `COMMON_SUBJECT_SHARE` of the pages a search may return (all, or
-        those of its filter) hold the concept, and more than `COMMON_SUBJECT_PAGES`: in a small
-        corpus, or a narrow filter, a word of a few pages still names them."""
+    ) -> tuple[int, int]:
+        """How many of the pages a search may return (all, or those of its filter) hold the
+        concept, and how many it may return."""
         if verbatim is not None:
             pages = self._chunk_doc[verbatim]
         else:
             held = [self._doc_postings.units(self._vocabulary[v]) for v in concept.variants]
             pages = np.concatenate(held) if held else np.zeros(0, dtype=np.int32)
-        searched = self._indexed_documents
-        if allowed is not None:
-            within = np.unique(self._chunk_doc[allowed])
-            pages, searched = np.intersect1d(pages, within), len(within)
-        else:
-            pages = np.unique(pages)
-        return len(pages) > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
+        if allowed is None:
+            return len(np.unique(pages)), self._indexed_documents
+        within = np.unique(self._chunk_doc[allowed])
+        return len(np.intersect1d(pages, within)), len(within)
+
+    @staticmethod
+    def _common(held: int, searched: int) -> bool:
+        """Whether more than `COMMON_SUBJECT_SHARE` of the pages searched hold a subject, and
+        more than `COMMON_SUBJECT_PAGES`: in a small corpus, or a narrow filter, a word of a few
+        pages still names them."""
+        return held > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
 
     def _verbatim(self, concept: Concept) -> np.ndarray | None:
         """Which chunks hold a concept found verbatim in their text (None: any other concept,
