@@ -42,6 +42,12 @@ def test_no_phrase_is_never_said() -> None:
     assert Cues.of_lines(["# only a comment", "  ", "*"]).said("anything at all") is False
 
 
+def test_a_later_line_takes_a_phrase_or_every_one_out() -> None:
+    assert Cues.of_lines(["how to", "set up", "- how  to"]).phrases == ("set up",)
+    assert Cues.of_lines(["how to", "set up", "-*", "tune the"]).phrases == ("tune the",)
+    assert Cues.of_lines(["how to", "-*"]).said("how to do it") is False
+
+
 def _index(write_docs: Callable[[dict[str, str]], Path], extra: dict[str, str]) -> KnowledgeIndex:
     docs = write_docs(
         {
@@ -77,6 +83,15 @@ def test_a_set_up_question_without_a_symptom_is_graded_reference_at_most(
     assert top(failing)[:2] == ("retention.md", Level.PRECISE)  # a symptom: graded as ever
     # A page whose heading is what the question asks to do is about that very task.
     assert top("how to tune the proxy buffers")[:2] == ("buffers.md", Level.PRECISE)
+
+
+def test_a_deployment_of_set_up_guides_turns_the_cap_off(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    index = _index(write_docs, {".lexicon/tasks.txt": "-*\n"})
+    asked = "how do I change the prometheus storage retention time of the TSDB data"
+
+    assert index.search(asked, top_k=5).hits[0].level is Level.PRECISE
 
 
 def test_a_deployment_adds_set_up_and_symptom_phrases_next_to_its_docs(

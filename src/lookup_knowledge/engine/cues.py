@@ -10,7 +10,10 @@ grades it at most `REFERENCE` (docs/retrieval.md#a-set-up-question).
 A phrase is one per line, its words separated by spaces, matched case-insensitively on the
 query's NFKC form: a Latin phrase as whole words (`example` is not `examples`), where a
 trailing `*` lets its last word go on (`configur*` is `configure`, `configuring`,
-`configuration`); a Chinese phrase anywhere in the text. `#` starts a comment.
+`configuration`); a Chinese phrase anywhere in the text. `#` starts a comment. A line `-phrase`
+takes a phrase of the lines before it out (a deployment's file takes a shipped one out), and
+`-*` every one of them (a corpus of set-up guides: `-*` in `.lexicon/tasks.txt` turns the cap
+off).
 """
 
 from __future__ import annotations
@@ -33,16 +36,18 @@ class Cues:
 
     @classmethod
     def of_lines(cls, lines: Iterable[str]) -> Cues:
-        phrases = tuple(
-            dict.fromkeys(
-                " ".join(unicodedata.normalize("NFKC", line.split("#", 1)[0]).lower().split())
-                for line in lines
-            )
-        )
-        phrases = tuple(p for p in phrases if p.rstrip("*").strip())
-        if not phrases:
+        kept: dict[str, None] = {}
+        for line in lines:
+            phrase = " ".join(unicodedata.normalize("NFKC", line.split("#", 1)[0]).lower().split())
+            if phrase == "-*":
+                kept.clear()
+            elif phrase.startswith("-"):
+                kept.pop(phrase[1:].strip(), None)
+            elif phrase.rstrip("*").strip():
+                kept[phrase] = None
+        if not kept:
             return cls()
-        return cls(phrases, re.compile("|".join(map(_pattern, phrases))))
+        return cls(tuple(kept), re.compile("|".join(map(_pattern, kept))))
 
     def said(self, text: str) -> bool:
         """Whether `text` says one of the phrases."""
