@@ -67,6 +67,7 @@ class Explanation:
 def explain(
     index: KnowledgeIndex, query: str, top: int = 5, filters: Mapping[str, str] | None = None
 ) -> Explanation:
+    """The query's reading, its first `top` documents and what decided its answer."""
     read = index.read(query)
     docs = documents(index, query, top, filters)
     notes = []
@@ -84,10 +85,8 @@ def explain(
             + ("document's is: graded as ever" if kept else "document's is not: capped")
         )
     if not docs:
-        answer, reason = (
-            f"no_evidence ({NoEvidenceBasis.NO_CANDIDATES.value})",
-            (index.why_no_candidates(query, filters)),
-        )
+        answer = f"no_evidence ({NoEvidenceBasis.NO_CANDIDATES.value})"
+        reason = index.why_no_candidates(query, filters)
     elif docs[0][1] < scoring.REFERENCE_THRESHOLD:
         answer = f"no_evidence ({NoEvidenceBasis.ALL_BELOW_THRESHOLD.value})"
         reason = f"the rank-first document is graded {docs[0][1]:.4f}, under 0.5"
