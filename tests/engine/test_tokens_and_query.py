@@ -476,14 +476,20 @@ def test_a_query_of_one_subject_many_pages_hold_has_no_candidates(
     def basis(query: str) -> NoEvidenceBasis | None:
         return index.search(query, top_k=5).no_evidence_basis
 
-    # Five pages of five say `error`: it names none of them, whatever else the query says
-    # that the corpus lacks; one page says `conntrack`, so it, or `error` beside it, does.
+    # Five pages of five say `error`, none in its title: it names none of them, whatever else
+    # the query says that the corpus lacks; one page says `conntrack`, so it, or `error`
+    # beside it, does.
     assert basis("Error.") is basis("error, please help!!") is NoEvidenceBasis.NO_CANDIDATES
     assert basis("conntrack") is None
     assert index.search("conntrack error", top_k=5).hits[0].chunk.source == "conntrack.md"
     # A typo stands for a second word: the query is no longer of one subject.
     assert index.read("error conntrak").concepts[1].known is Known.TYPO
     assert basis("error conntrak") is not NoEvidenceBasis.NO_CANDIDATES
+    # Every page says `exporter` too, but one is about it: its title holds it.
+    pages["exporter.md"] = "# Exporter down\n\nThe exporter is down.\n"
+    titled = KnowledgeIndex(load_documents(write_docs(pages)))
+    assert titled.search("exporter", top_k=5).hits[0].chunk.source == "exporter.md"
+    assert basis("exporter") is NoEvidenceBasis.NO_CANDIDATES  # before: no title held it
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,9 @@ TITLE_NAMED = 0.67  # share of its title field's IDF weight a query names for it
 FILTER_CACHE = 1024  # filters whose matching documents a search keeps (`_documents_matching`)
 BIGRAM_MIX = 0.1  # weight of the CJK bigrams' BM25 in the order, not the grade (engine.ngrams)
 # A query of one subject that more than this share of the pages hold, and more than
-# `COMMON_SUBJECT_PAGES` of them, names no page's topic (`Error.`, `有告警`): no candidates
-# (docs/retrieval.md#reading-the-query).
+# `COMMON_SUBJECT_PAGES` of them, names no page's topic (`Error.`, `有告警`): no candidates,
+# unless the titles of one to `COMMON_SUBJECT_PAGES` pages hold it (`限流`, `OOM`: those pages
+# are about it) (docs/retrieval.md#reading-the-query).
 COMMON_SUBJECT_SHARE = 0.2
 COMMON_SUBJECT_PAGES = 3
 
@@ -407,37 +408,46 @@ class KnowledgeIndex:
             return "its filter matches no page"
         subject = read.sole_subject
         if subject is not None:
-            held, searched = self._subject_pages(subject, self._verbatim(subject), allowed)
-            if self._common(held, searched):
+            held, titled, searched = self._subject_pages(subject, self._verbatim(subject), allowed)
+            if self._common(held, titled, searched):
                 return (
                     f"its one subject word, {subject.token!r}, is on {held} of the {searched} "
-                    f"pages searched: more than {COMMON_SUBJECT_SHARE:.0%} of them, and more "
-                    f"than {COMMON_SUBJECT_PAGES}, name no page"
+                    f"pages searched and in the titles of {titled}: a word on more than "
+                    f"{COMMON_SUBJECT_SHARE:.0%} of them, and more than {COMMON_SUBJECT_PAGES}, "
+                    f"names no page unless the titles of 1 to {COMMON_SUBJECT_PAGES} hold it"
                 )
         graded = self.grade(query, filters)
         return "no chunk holds a word of it" if isinstance(graded, NoEvidenceBasis) else ""
 
     def _subject_pages(
         self, concept: Concept, verbatim: np.ndarray | None, allowed: np.ndarray | None
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, int]:
         """How many of the pages a search may return (all, or those of its filter) hold the
-        concept, and how many it may return."""
+        concept, how many of them in their title, and how many pages it may return."""
+        titles = [self._title_postings.units(self._vocabulary[v]) for v in concept.variants]
+        titled = np.concatenate(titles) if titles else np.zeros(0, dtype=np.int32)
         if verbatim is not None:
             pages = self._chunk_doc[verbatim]
         else:
             held = [self._doc_postings.units(self._vocabulary[v]) for v in concept.variants]
             pages = np.concatenate(held) if held else np.zeros(0, dtype=np.int32)
         if allowed is None:
-            return len(np.unique(pages)), self._indexed_documents
+            return len(np.unique(pages)), len(np.unique(titled)), self._indexed_documents
         within = np.unique(self._chunk_doc[allowed])
-        return len(np.intersect1d(pages, within)), len(within)
+        return (
+            len(np.intersect1d(pages, within)),
+            len(np.intersect1d(titled, within)),
+            len(within),
+        )
 
     @staticmethod
-    def _common(held: int, searched: int) -> bool:
-        """Whether more than `COMMON_SUBJECT_SHARE` of the pages searched hold a subject, and
-        more than `COMMON_SUBJECT_PAGES`: in a small corpus, or a narrow filter, a word of a few
-        pages still names them."""
-        return held > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
+    def _common(held: int, titled: int, searched: int) -> bool:
+        """Whether a subject names no page: more than `COMMON_SUBJECT_SHARE` of the pages
+        searched hold it, and more than `COMMON_SUBJECT_PAGES` (in a small corpus, or a narrow
+        filter, a word of a few pages still names them), and the titles of none of them or of
+        more than `COMMON_SUBJECT_PAGES` do (a word a few titles hold names those pages)."""
+        named = 1 <= titled <= COMMON_SUBJECT_PAGES
+        return not named and held > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
 
     def _verbatim(self, concept: Concept) -> np.ndarray | None:
         """Which chunks hold a concept found verbatim in their text (None: any other concept,
