@@ -492,6 +492,24 @@ def test_a_query_of_one_subject_many_pages_hold_has_no_candidates(
     assert basis("exporter") is NoEvidenceBasis.NO_CANDIDATES  # before: no title held it
 
 
+def test_a_common_subject_in_a_tenth_of_the_titles_still_names_them(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    def basis(titled: int) -> NoEvidenceBasis | None:
+        pages = {
+            f"page{n}.md": (f"# Exporter {n}\n" if n < titled else f"# Page {n}\n")
+            + f"\nThe exporter of page {n} logs here.\n"
+            for n in range(40)
+        }
+        docs = write_docs(pages)
+        return KnowledgeIndex(load_documents(docs)).search("exporter", top_k=5).no_evidence_basis
+
+    # Every page of forty says `exporter`; four titles are a tenth of them: a family of pages
+    # about it. Five, and the word is no page's topic any more.
+    assert basis(4) is not NoEvidenceBasis.NO_CANDIDATES
+    assert basis(5) is NoEvidenceBasis.NO_CANDIDATES
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -71,9 +71,10 @@ BIGRAM_MIX = 0.1  # weight of the CJK bigrams' BM25 in the order, not the grade 
 # A query of one subject that more than this share of the pages hold, and more than
 # `COMMON_SUBJECT_PAGES` of them, names no page's topic (`Error.`, `有告警`): no candidates,
 # unless the titles of one to `COMMON_SUBJECT_PAGES` pages hold it (`限流`, `OOM`: those pages
-# are about it) (docs/retrieval.md#reading-the-query).
+# are about it) (docs/retrieval.md#reading-the-query)
 COMMON_SUBJECT_SHARE = 0.2
 COMMON_SUBJECT_PAGES = 3
+COMMON_SUBJECT_TITLES = 0.1  # ... or of up to this share of the pages, when that is more
 
 
 class NoEvidenceBasis(StrEnum):
@@ -414,7 +415,7 @@ class KnowledgeIndex:
                     f"its one subject word, {subject.token!r}, is on {held} of the {searched} "
                     f"pages searched and in the titles of {titled}: a word on more than "
                     f"{COMMON_SUBJECT_SHARE:.0%} of them, and more than {COMMON_SUBJECT_PAGES}, "
-                    f"names no page unless the titles of 1 to {COMMON_SUBJECT_PAGES} hold it"
+                    f"names no page unless the titles of a few hold it"
                 )
         graded = self.grade(query, filters)
         return "no chunk holds a word of it" if isinstance(graded, NoEvidenceBasis) else ""
@@ -445,8 +446,9 @@ class KnowledgeIndex:
         """Whether a subject names no page: more than `COMMON_SUBJECT_SHARE` of the pages
         searched hold it, and more than `COMMON_SUBJECT_PAGES` (in a small corpus, or a narrow
         filter, a word of a few pages still names them), and the titles of none of them or of
-        more than `COMMON_SUBJECT_PAGES` do (a word a few titles hold names those pages)."""
-        named = 1 <= titled <= COMMON_SUBJECT_PAGES
+        more than `COMMON_SUBJECT_PAGES` (or `COMMON_SUBJECT_TITLES` of the pages) do: a word a
+        few titles hold names those pages."""
+        named = 1 <= titled <= max(COMMON_SUBJECT_PAGES, COMMON_SUBJECT_TITLES * searched)
         return not named and held > max(COMMON_SUBJECT_SHARE * searched, COMMON_SUBJECT_PAGES)
 
     def _verbatim(self, concept: Concept) -> np.ndarray | None:
