@@ -144,21 +144,17 @@ def pyrag_serve(args: argparse.Namespace) -> int:
 
 def pyrag_explain(args: argparse.Namespace) -> int:
     """Why the embedded engine answers each query as it does (engine.explain)."""
-    from lookup_knowledge.engine.corpus import load_documents
+    from lookup_knowledge.engine.app import load_index
     from lookup_knowledge.engine.explain import explain, render
-    from lookup_knowledge.engine.index import KnowledgeIndex
-    from lookup_knowledge.engine.lexicon import Lexicon
 
     docs = args.docs if args.docs is not None else os.environ.get("PYRAG_DOCS_DIR") or None
     folder = Path(docs) if docs else None
     if folder is not None and not folder.is_dir():
         print(f"no folder of documents at {folder}", file=sys.stderr)
         return preflight.EXIT_CONFIGURATION
-    index = KnowledgeIndex(load_documents(folder), Lexicon.load(folder))
-    filters: dict[str, str] | None = None
-    for pair in args.filter or ():
-        key, value = pair.split("=", 1)
-        filters = {**(filters or {}), key.strip(): value.strip()}
+    index = load_index(folder)
+    pairs = (pair.split("=", 1) for pair in args.filter or ())
+    filters = {key.strip(): value.strip() for key, value in pairs} or None
     for query in args.query:
         explained = explain(index, query, args.top, filters)
         print(explained.to_json() if args.json else render(explained))

@@ -75,9 +75,9 @@ class CategoriesResponse(BaseModel):
     categories: list[str]
 
 
-def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
-    """Index `docs_dir` (default: the bundled KB) now and return the py-rag v1 app."""
-    started = time.perf_counter()
+def load_index(docs_dir: Path | None = None) -> KnowledgeIndex:
+    """Index `docs_dir` (default: the bundled KB) with its lexicon, logging what extended it
+    and any thesaurus expression that can never match (the app's and `pyrag explain`'s)."""
     # A deployment's own folder may extend the stopwords, glossary and thesaurus (.lexicon/).
     lexicon = Lexicon.load(docs_dir)
     index = KnowledgeIndex(load_documents(docs_dir), lexicon)
@@ -88,6 +88,13 @@ def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
             "thesaurus expressions that can never match, ignored: %s",
             "; ".join(lexicon.unusable_bridges),
         )
+    return index
+
+
+def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
+    """Index `docs_dir` (default: the bundled KB) now and return the py-rag v1 app."""
+    started = time.perf_counter()
+    index = load_index(docs_dir)
     logger.info(
         "py-rag engine ready: %d documents, %d chunks from %s in %.0f ms",
         len(index.documents),

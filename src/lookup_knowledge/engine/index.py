@@ -324,12 +324,10 @@ class KnowledgeIndex:
     ) -> Graded | NoEvidenceBasis:
         """Every candidate ranked and graded, no threshold applied (also for calibration)."""
         read = self.read(query)
-        if read.empty:
-            return NoEvidenceBasis.NO_CANDIDATES
         allowed = self._filter_mask(filters) if filters else None
-        if allowed is not None and not allowed.any():
-            return NoEvidenceBasis.NO_CANDIDATES
         verbatim = [self._verbatim(c) for c in read.concepts]
+        if self._refusal(read, allowed, verbatim) is not None:
+            return NoEvidenceBasis.NO_CANDIDATES
         weights = np.array(
             [self._weight(c, v) for c, v in zip(read.concepts, verbatim, strict=True)]
         )
@@ -338,11 +336,6 @@ class KnowledgeIndex:
         if allowed is not None:
             rank[~allowed] = 0.0
         candidates = np.flatnonzero(rank > 0)  # chunks holding some word of the query
-        subject = read.sole_subject
-        if subject is not None and self._common(
-            *self._subject_pages(subject, verbatim[read.concepts.index(subject)], allowed)
-        ):
-            return NoEvidenceBasis.NO_CANDIDATES
         # The hits' order adds the CJK bigrams' BM25 to the words' rank; the grade reads the
         # words' rank alone (its margin was calibrated on it).
         ordering = rank[candidates]
@@ -399,26 +392,38 @@ class KnowledgeIndex:
     def why_no_candidates(self, query: str, filters: Mapping[str, str] | None = None) -> str:
         """Why a query has no candidates, in words (`pyrag explain`); "" when it has some."""
         read = self.read(query)
+        allowed = self._filter_mask(filters) if filters else None
+        refusal = self._refusal(read, allowed, [self._verbatim(c) for c in read.concepts])
+        if refusal is not None:
+            return refusal
+        graded = self.grade(query, filters)
+        return "no chunk holds a word of it" if isinstance(graded, NoEvidenceBasis) else ""
+
+    def _refusal(
+        self, read: ReadQuery, allowed: np.ndarray | None, verbatim: list[np.ndarray | None]
+    ) -> str | None:
+        """Why a query has no candidates before any chunk is ranked, in words; None if it may
+        have some."""
         if read.empty:
             return (
                 "no word of it that the corpus holds names a subject: what it holds are typos, "
                 "thesaurus words, counts, discourse words or none"
             )
-        allowed = self._filter_mask(filters) if filters else None
         if allowed is not None and not allowed.any():
             return "its filter matches no page"
         subject = read.sole_subject
-        if subject is not None:
-            held, titled, searched = self._subject_pages(subject, self._verbatim(subject), allowed)
-            if self._common(held, titled, searched):
-                return (
-                    f"its one subject word, {subject.token!r}, is on {held} of the {searched} "
-                    f"pages searched and in the titles of {titled}: a word on more than "
-                    f"{COMMON_SUBJECT_SHARE:.0%} of them, and more than {COMMON_SUBJECT_PAGES}, "
-                    f"names no page unless the titles of a few hold it"
-                )
-        graded = self.grade(query, filters)
-        return "no chunk holds a word of it" if isinstance(graded, NoEvidenceBasis) else ""
+        if subject is None:
+            return None
+        pages = self._subject_pages(subject, verbatim[read.concepts.index(subject)], allowed)
+        if not self._common(*pages):
+            return None
+        held, titled, searched = pages
+        return (
+            f"its one subject word, {subject.token!r}, is on {held} of the {searched} pages "
+            f"searched and in the titles of {titled}: a word on more than "
+            f"{COMMON_SUBJECT_SHARE:.0%} of them, and more than {COMMON_SUBJECT_PAGES}, names "
+            "no page unless the titles of a few hold it"
+        )
 
     def _subject_pages(
         self, concept: Concept, verbatim: np.ndarray | None, allowed: np.ndarray | None
