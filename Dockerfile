@@ -31,6 +31,9 @@ COPY --from=build /wheels/app /wheels/app
 RUN pip install --no-cache-dir --no-index --no-deps /wheels/app/*.whl && rm -rf /wheels
 USER app
 WORKDIR /home/app
+# The bundled KB's index, built once here: every container start reads it back instead of
+# building it (docs/retrieval.md#stored-index); a PYRAG_DOCS_DIR of other pages is built at start.
+RUN lookup-knowledge pyrag index
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8080'), timeout=2)"]

@@ -39,6 +39,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "pyrag_base_url": PYRAG_TEST_URL,
         # respx mocks py-rag inside httpx's own transport.
         "pyrag_http_transport": "httpx",
+        # Local state (the embedded engine's stored index too) stays in the test's folder.
+        "data_dir": tmp_path,
         "audit_database_url": f"sqlite:///{tmp_path}/audit.db",
         "audit_spool_dir": tmp_path / "spool",
     }

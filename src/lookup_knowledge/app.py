@@ -63,7 +63,7 @@ async def open_pyrag_http(settings: Settings, stack: AsyncExitStack) -> httpx.As
     else:
         from lookup_knowledge.engine.app import create_engine_app
 
-        engine = create_engine_app(settings.pyrag_docs_dir)
+        engine = create_engine_app(settings.pyrag_docs_dir, settings.index_store_dir)
         client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=engine), base_url=EMBEDDED_PYRAG_URL
         )

@@ -1,4 +1,5 @@
-"""Console entry `lookup-knowledge`: serve, pyrag serve/explain, verify-citation/-report, audit.
+"""Console entry `lookup-knowledge`: serve, pyrag serve/explain/index, verify-citation/-report,
+audit.
 
 Also `mcp` (lookup_knowledge.mcp_server.stdio) and `tool-spec` (lookup_knowledge.tool_spec).
 """
@@ -8,7 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,6 +75,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = _settings_or_exit(bind=True)
     configure_logging(settings.log_level, settings.log_format)
     log_banner(settings)
+    start_index_build(settings)
     _check_audit_database(settings)
     if settings.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Several processes: metrics are aggregated through prometheus-client's files.
@@ -87,6 +91,63 @@ def serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=30,
         **uvicorn_options(settings),
     )
+    return 0
+
+
+def start_index_build(settings: Settings) -> subprocess.Popen[bytes] | None:
+    """When the embedded engine has no stored index of its folder as it is now, build one in
+    another process (`pyrag index`), on the other core, while this one imports the service;
+    its lifespan then waits for that build and reads it (engine.index_store). On one core, or
+    with the engine remote or its store off, nothing: the lifespan builds as it would."""
+    store = settings.index_store_dir
+    if settings.pyrag_base_url is not None or store is None or _usable_cores() < 2:
+        return None
+    from lookup_knowledge.engine import KnowledgeBaseError, index_store
+
+    try:
+        if index_store.is_current(settings.pyrag_docs_dir, store):
+            return None
+    except (KnowledgeBaseError, OSError):
+        return None  # the lifespan's own build reports it
+    command = [sys.executable, "-m", "lookup_knowledge.engine.index_store", str(store)]
+    if settings.pyrag_docs_dir is not None:
+        command.append(str(settings.pyrag_docs_dir))
+    environment = {
+        **os.environ,
+        "LOG_LEVEL": settings.log_level,
+        "LOG_FORMAT": settings.log_format,
+    }
+    # Its log lines join ours on stderr; a thread reaps it when it is done.
+    build = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=environment)
+    threading.Thread(target=build.wait, name="index-build", daemon=True).start()
+    return build
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def pyrag_index(args: argparse.Namespace) -> int:
+    """Build the embedded engine's index of PYRAG_DOCS_DIR (or --docs) and store it under
+    DATA_DIR, unless the stored one is current: the next start reads it (a container image
+    can hold it)."""
+    from lookup_knowledge.engine import KnowledgeBaseError
+    from lookup_knowledge.engine.app import load_index
+
+    if args.docs is not None:
+        os.environ["PYRAG_DOCS_DIR"] = str(args.docs)
+    settings = _settings_or_exit(bind=False, pyrag_base_url=None)
+    configure_logging(settings.log_level, settings.log_format)
+    if settings.index_store_dir is None:
+        print("PYRAG_INDEX_CACHE is off: no index is stored", file=sys.stderr)
+        return preflight.EXIT_CONFIGURATION
+    try:
+        load_index(settings.pyrag_docs_dir, settings.index_store_dir)
+    except KnowledgeBaseError as exc:
+        print(str(exc), file=sys.stderr)
+        return preflight.EXIT_CONFIGURATION
     return 0
 
 
@@ -138,7 +199,7 @@ def pyrag_serve(args: argparse.Namespace) -> int:
     port = {} if os.environ.get("PORT", "").strip() else {"port": PYRAG_DEFAULT_PORT}
     settings = _settings_or_exit(bind=True, pyrag_base_url=None, **port)
     configure_logging(settings.log_level, settings.log_format)
-    run_standalone(settings.pyrag_docs_dir, settings.host, settings.port)
+    run_standalone(settings.pyrag_docs_dir, settings.host, settings.port, settings.index_store_dir)
     return 0
 
 
@@ -199,6 +260,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, help=f"listen port (PORT, default {PYRAG_DEFAULT_PORT})"
     )
     pyrag_serve_cmd.set_defaults(handler=pyrag_serve)
+    pyrag_index_cmd = pyrag_commands.add_parser(
+        "index", help="build the engine's index and store it under DATA_DIR for the next start"
+    )
+    pyrag_index_cmd.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
+    )
+    pyrag_index_cmd.set_defaults(handler=pyrag_index)
     pyrag_explain_cmd = pyrag_commands.add_parser(
         "explain", help="why the engine answers a query as it does: its reading, its documents"
     )

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     pyrag_top_k: int = Field(20, ge=1, le=200)
     pyrag_mode: str = Field("hybrid", min_length=1, max_length=32)
     pyrag_docs_dir: Path | None = None
+    # The embedded engine keeps its built index under DATA_DIR (engine/index_store.py).
+    pyrag_index_cache: bool = True
     pyrag_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024)  # larger bodies: 502
     # The client's connection pool and wire: aiohttp (fast), or httpx's own (httpcore).
     pyrag_http_transport: Literal["aiohttp", "httpx"] = "aiohttp"
@@ -201,6 +203,11 @@ class Settings(BaseSettings):
                 f"with a {self.projection_max_query_chars}-char query; use at least {worst_empty}"
             )
         return self
+
+    @property
+    def index_store_dir(self) -> Path | None:
+        """Where the embedded engine keeps its built index, or None when it may not."""
+        return self.data_dir / "engine-index" if self.pyrag_index_cache else None
 
     @property
     def pool_connections(self) -> int:

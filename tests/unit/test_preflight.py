@@ -65,6 +65,7 @@ BAD_VALUES: dict[str, dict[str, str]] = {
     "PYRAG_MODE": {"PYRAG_MODE": "x" * 33},
     "PYRAG_HTTP_TRANSPORT": {"PYRAG_HTTP_TRANSPORT": "curl"},
     "PYRAG_DOCS_DIR": {"PYRAG_DOCS_DIR": "/nonexistent/docs"},
+    "PYRAG_INDEX_CACHE": {"PYRAG_INDEX_CACHE": "sometimes"},
     "PYRAG_MAX_BODY_BYTES": {"PYRAG_MAX_BODY_BYTES": "100"},
     "REDIS_URL": {"REDIS_URL": "http://redis:6379"},
     "REDIS_CLUSTER": {"REDIS_CLUSTER": "perhaps"},

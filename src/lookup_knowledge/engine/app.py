@@ -14,10 +14,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, FastAPI
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from lookup_knowledge.engine import scoring
-from lookup_knowledge.engine.corpus import load_documents
+from lookup_knowledge.engine import index_store, scoring
 from lookup_knowledge.engine.index import KnowledgeIndex, NoEvidenceBasis, SearchResult
-from lookup_knowledge.engine.lexicon import Lexicon
 
 logger = logging.getLogger(__name__)
 
@@ -75,26 +73,27 @@ class CategoriesResponse(BaseModel):
     categories: list[str]
 
 
-def load_index(docs_dir: Path | None = None) -> KnowledgeIndex:
+def load_index(docs_dir: Path | None = None, store: Path | None = None) -> KnowledgeIndex:
     """Index `docs_dir` (default: the bundled KB) with its lexicon, logging what extended it
-    and any thesaurus expression that can never match (the app's and `pyrag explain`'s)."""
-    # A deployment's own folder may extend the stopwords, glossary and thesaurus (.lexicon/).
-    lexicon = Lexicon.load(docs_dir)
-    index = KnowledgeIndex(load_documents(docs_dir), lexicon)
-    if lexicon.sources:
-        logger.info("lexicon extended by %s", ", ".join(lexicon.sources))
-    if lexicon.unusable_bridges:
+    and any thesaurus expression that can never match (the app's and `pyrag explain`'s).
+    With `store`, a folder, the index built last time from the same pages, lexicon and engine
+    is read from it instead, and a new one is stored there (`engine.index_store`)."""
+    index = index_store.obtain(docs_dir, store)
+    if index.lexicon.sources:
+        logger.info("lexicon extended by %s", ", ".join(index.lexicon.sources))
+    if index.lexicon.unusable_bridges:
         logger.warning(
             "thesaurus expressions that can never match, ignored: %s",
-            "; ".join(lexicon.unusable_bridges),
+            "; ".join(index.lexicon.unusable_bridges),
         )
     return index
 
 
-def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
-    """Index `docs_dir` (default: the bundled KB) now and return the py-rag v1 app."""
+def create_engine_app(docs_dir: Path | None = None, store: Path | None = None) -> FastAPI:
+    """Index `docs_dir` (default: the bundled KB) now, or read it from `store` (see
+    `load_index`), and return the py-rag v1 app."""
     started = time.perf_counter()
-    index = load_index(docs_dir)
+    index = load_index(docs_dir, store)
     logger.info(
         "py-rag engine ready: %d documents, %d chunks from %s in %.0f ms",
         len(index.documents),
@@ -107,11 +106,11 @@ def create_engine_app(docs_dir: Path | None = None) -> FastAPI:
     return app
 
 
-def run_standalone(docs_dir: Path | None, host: str, port: int) -> None:
+def run_standalone(docs_dir: Path | None, host: str, port: int, store: Path | None = None) -> None:
     """Serve the engine alone with uvicorn (`lookup-knowledge pyrag serve`)."""
     import uvicorn
 
-    uvicorn.run(create_engine_app(docs_dir), host=host, port=port, log_config=None)
+    uvicorn.run(create_engine_app(docs_dir, store), host=host, port=port, log_config=None)
 
 
 def _router(index: KnowledgeIndex) -> APIRouter:

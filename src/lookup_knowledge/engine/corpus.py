@@ -27,20 +27,39 @@ def load_documents(
     docs_dir: Path | Traversable | None = None, *, max_chars: int = DEFAULT_MAX_CHUNK_CHARS
 ) -> list[Document]:
     """Parse every Markdown file under `docs_dir` (default: the bundled KB), sorted by path."""
+    return parse_sources(read_sources(docs_dir), docs_dir, max_chars=max_chars)
+
+
+def read_sources(docs_dir: Path | Traversable | None = None) -> list[tuple[str, bytes]]:
+    """Every Markdown file under `docs_dir` (default: the bundled KB) as (path relative to
+    it, its bytes), sorted by path: what the index is built from, and what says whether a
+    stored index is still this folder's (`engine.index_store`)."""
     root = bundled_kb() if docs_dir is None else docs_dir
     if not root.is_dir():
         raise KnowledgeBaseError(f"docs dir {root} does not exist or is not a directory")
     real = root.resolve() if isinstance(root, Path) else None
-    with collector_paused():
-        documents = [
-            parse_document(source, root_file.read_bytes(), max_chars=max_chars)
-            for source, root_file in sorted(
-                _markdown_files(root, (), real, set()), key=lambda item: item[0]
-            )
-        ]
-    if not documents:
+    sources = [
+        (source, root_file.read_bytes())
+        for source, root_file in sorted(
+            _markdown_files(root, (), real, set()), key=lambda item: item[0]
+        )
+    ]
+    if not sources:
         raise KnowledgeBaseError(f"docs dir {root} contains no Markdown (*.md) files")
+    return sources
+
+
+def parse_sources(
+    sources: list[tuple[str, bytes]],
+    docs_dir: Path | Traversable | None = None,
+    *,
+    max_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+) -> list[Document]:
+    """The documents of `read_sources`; `docs_dir` only names the folder in an error."""
+    with collector_paused():
+        documents = [parse_document(source, data, max_chars=max_chars) for source, data in sources]
     if not any(document.chunks for document in documents):
+        root = bundled_kb() if docs_dir is None else docs_dir
         raise KnowledgeBaseError(f"the Markdown files under {root} contain no text to index")
     return documents
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 import unicodedata
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from lookup_knowledge.engine import fuzzy, scoring, tokenize
 from lookup_knowledge.engine import query as query_reading
 from lookup_knowledge.engine.acronyms import CorpusAcronyms
 from lookup_knowledge.engine.bags import Bags, bags
-from lookup_knowledge.engine.bilingual import Translations
+from lookup_knowledge.engine.bilingual import LOAD_DELAY_S, Translations
 from lookup_knowledge.engine.building import collector_paused
 from lookup_knowledge.engine.fuzzy import Neighbours
 from lookup_knowledge.engine.grading import Grader
@@ -209,14 +210,8 @@ class KnowledgeIndex:
         self._surface_neighbours = Neighbours(
             list(surfaces), [frequency[self._vocabulary[t]] for t in surfaces.values()]
         )
-        self._identifiers = CorpusIdentifiers(words)
-        self._cased_names = CasedNames(_titles_and_names(self.documents, aliases))
-        self._translations = Translations(
-            (w for w in words if tokenize.is_cjk_word(w)),
-            self._vocabulary.__contains__,
-            self.lexicon.stopwords,
-        )
-        self._acronyms = CorpusAcronyms(functools.partial(_texts, self.documents), stopwords)
+        self._aliases = aliases
+        self._start_lazy_parts()
         # One string for verbatim CJK matches; chunk i is text[starts[i]:starts[i + 1] - 1].
         normalized = [f"{h}\n{t}".lower() for h, t in zip(headings, texts, strict=True)]
         self._text = "\0".join(normalized) + "\0"
@@ -241,6 +236,39 @@ class KnowledgeIndex:
             len(self._chunks),
             placeholders,
         )
+
+    def _start_lazy_parts(self) -> None:
+        """The parts found after the build, on a timer or by the first query that needs them
+        (identifiers, cased names, translations, acronyms); none of them is stored with the
+        index (`engine.index_store`): each starts again, as here, in the process that reads it."""
+        words = list(self._vocabulary)
+        self._identifiers = CorpusIdentifiers(words)
+        self._cased_names = CasedNames(_titles_and_names(self.documents, self._aliases))
+        self._translations = Translations(
+            (w for w in words if tokenize.is_cjk_word(w)),
+            self._vocabulary.__contains__,
+            self.lexicon.stopwords,
+        )
+        self._acronyms = CorpusAcronyms(
+            functools.partial(_texts, self.documents), self.lexicon.stopwords
+        )
+
+    # What a stored index holds (`engine.index_store`): every built part, without the lazy
+    # ones (their locks and timers belong to one process) and the filters' cache.
+    _LAZY = frozenset({"_identifiers", "_cased_names", "_translations", "_acronyms", "_matching"})
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._LAZY}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._matching = {}
+        self._start_lazy_parts()
+        # A build loads the segmenter and the stemmer; an index read back has not, and the
+        # first query would wait for them (a sixth of a second): loaded like the lazy parts.
+        timer = threading.Timer(LOAD_DELAY_S, tokenize.warm_up)
+        timer.daemon = True
+        timer.start()
 
     def _has_text(self, document: Document) -> bool:
         """Whether a document has a chunk to index: one that is no placeholder."""

