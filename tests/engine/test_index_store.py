@@ -339,3 +339,16 @@ def test_the_service_keeps_the_dictionary_beside_its_index(small_kb: Path, tmp_p
         assert bilingual._store == tmp_path
     finally:
         bilingual.keep_in(before)
+
+
+def test_serve_reads_the_pages_once_for_the_check_and_the_start(
+    small_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[object] = []
+    original = index_store.read_sources
+    monkeypatch.setattr(index_store, "read_sources", lambda d: calls.append(d) or original(d))
+    assert not index_store.is_current(small_kb, tmp_path)
+    index_store.obtain(small_kb, tmp_path)
+    assert calls == [small_kb]
+    index_store.obtain(small_kb, tmp_path)  # a later obtain reads them again
+    assert calls == [small_kb, small_kb]
