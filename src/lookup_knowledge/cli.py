@@ -214,13 +214,25 @@ def pyrag_explain(args: argparse.Namespace) -> int:
     if folder is not None and not folder.is_dir():
         print(f"no folder of documents at {folder}", file=sys.stderr)
         return preflight.EXIT_CONFIGURATION
-    index = load_index(folder)
+    index = load_index(folder, _index_store_or_none())
     pairs = (pair.split("=", 1) for pair in args.filter or ())
     filters = {key.strip(): value.strip() for key, value in pairs} or None
     for query in args.query:
         explained = explain(index, query, args.top, filters)
         print(explained.to_json() if args.json else render(explained))
     return 0
+
+
+def _index_store_or_none() -> Path | None:
+    """The stored index's folder `serve` would use (DATA_DIR, PYRAG_INDEX_CACHE), so that
+    explaining query after query over a large folder reads its index instead of building it
+    each time; None when the settings do not load (explain needs no other setting)."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings().index_store_dir
+    except ValidationError:
+        return None
 
 
 def _filter(text: str) -> str:

@@ -12,6 +12,13 @@ from lookup_knowledge import cli, preflight
 from lookup_knowledge.engine import scoring
 
 
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Explain keeps the index it builds under DATA_DIR: the test's own folder."""
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("PYRAG_INDEX_CACHE", raising=False)
+
+
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     assert cli.main(["pyrag", "explain", *argv]) == 0
     return capsys.readouterr().out
@@ -72,3 +79,24 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str], tmp_path:
     assert "no folder of documents" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["pyrag", "explain", "x", "--filter", "nope"])
+
+
+def test_explain_reads_the_index_serve_stores(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lookup_knowledge.engine import index_store
+
+    first = _run(capsys, "redis memory high", "--json")
+    assert index_store.is_current(None, tmp_path / "state" / "engine-index")
+    builds: list[object] = []
+    monkeypatch.setattr(index_store, "build", lambda *a: builds.append(a))
+    assert _run(capsys, "redis memory high", "--json") == first
+    assert builds == []  # read back, not built
+
+
+def test_explain_builds_without_a_store_when_the_settings_do_not_load(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYRAG_INDEX_CACHE", "sometimes")
+    assert json.loads(_run(capsys, "redis memory high", "--json"))["answer"].startswith("PRECISE")
+    assert not (tmp_path / "state").exists()
