@@ -77,3 +77,20 @@ def test_links_within_the_tree_are_read_once_and_links_out_of_it_bring_their_pag
     sources = [d.source for d in load_documents(docs)]
 
     assert sources == ["a.md", "shared/also/c.md", "v2/b.md"]  # `also` comes before `deep`
+
+
+def test_pages_are_read_whole_whatever_their_size(tmp_path: Path) -> None:
+    from lookup_knowledge.engine import corpus
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    big = ("# Big\n\n" + "word " * 700_000).encode()  # several reads of READ_SIZE
+    assert len(big) > 3 * corpus.READ_SIZE
+    (docs / "big.md").write_bytes(big)
+    (docs / "empty.md").write_bytes(b"")
+    (docs / "small.md").write_bytes("# 小\n\n内容\n".encode())
+    assert corpus.read_sources(docs) == [
+        ("big.md", big),
+        ("empty.md", b""),
+        ("small.md", "# 小\n\n内容\n".encode()),
+    ]
