@@ -106,7 +106,9 @@ def start_index_build(settings: Settings) -> subprocess.Popen[bytes] | None:
     from lookup_knowledge.engine import KnowledgeBaseError, index_store
 
     try:
-        if index_store.is_current(settings.pyrag_docs_dir, store):
+        # One worker is this process: its lifespan reuses the pages read here.
+        keep = settings.workers == 1
+        if index_store.is_current(settings.pyrag_docs_dir, store, keep=keep):
             return None
     except (KnowledgeBaseError, OSError):
         return None  # the lifespan's own build reports it

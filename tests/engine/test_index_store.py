@@ -375,8 +375,9 @@ def test_serve_reads_the_pages_once_for_the_check_and_the_start(
     calls: list[object] = []
     original = index_store.read_sources
     monkeypatch.setattr(index_store, "read_sources", lambda d: calls.append(d) or original(d))
-    assert not index_store.is_current(small_kb, tmp_path)
+    assert not index_store.is_current(small_kb, tmp_path)  # not kept: read again
+    assert not index_store.is_current(small_kb, tmp_path, keep=True)
     index_store.obtain(small_kb, tmp_path)
-    assert calls == [small_kb]
-    index_store.obtain(small_kb, tmp_path)  # a later obtain reads them again
     assert calls == [small_kb, small_kb]
+    index_store.obtain(small_kb, tmp_path)  # a later obtain reads them again
+    assert calls == [small_kb, small_kb, small_kb]

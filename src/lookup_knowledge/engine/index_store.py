@@ -158,11 +158,13 @@ def _lexicon_files(docs_dir: Path) -> Iterator[tuple[str, bytes]]:
                 yield path.name, path.read_bytes()
 
 
-def is_current(docs_dir: Path | None, folder: Path) -> bool:
+def is_current(docs_dir: Path | None, folder: Path, *, keep: bool = False) -> bool:
     """Whether `folder` holds the index of `docs_dir` as it is now (its key only is read).
-    The pages read for it are kept for this process's next `obtain` of that folder, which
-    then reads them once (10,000 pages: about 0.4 s)."""
-    _read[docs_dir] = found = _sources_and_key(docs_dir)
+    `keep`: the pages read for it are kept for this process's next `obtain` of that folder,
+    which then reads them once (10,000 pages: about 0.4 s); only for a process that will."""
+    found = _sources_and_key(docs_dir)
+    if keep:
+        _read[docs_dir] = found
     wanted = found[1]
     try:
         with open(store_path(folder, docs_dir), "rb") as file:
