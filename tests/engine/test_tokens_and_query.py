@@ -203,6 +203,33 @@ def test_a_typo_is_read_against_the_words_as_written(
     assert reading("pods sitting there")["sit"][0] is Known.WORD  # a stem of three letters
 
 
+def test_written_words_as_far_from_a_typo_fall_to_the_one_whose_stem_is_nearer(
+    write_docs: Callable[[dict[str, str]], Path],
+) -> None:
+    """`compation` is two edits from both `compactions` and `completion`, the more frequent;
+    its stem `compat` is one from `compact` and two from `complet`."""
+    docs = write_docs(
+        {
+            "tsdb.md": "# TSDB compactions failing\n\nCompactions of blocks fail.\n",
+            "job.md": "# Job completion\n\nA job's completion is late.\n\n## Completion time\n\n"
+            "The completion of the job.\n",
+            "job2.md": "# Completion of batches\n\nBatch completion takes an hour.\n",
+        }
+    )
+    index = KnowledgeIndex(load_documents(docs))
+    concepts = {c.token: c for c in index.read("tsdb compation failing").concepts}
+    assert concepts["compat"].known is Known.TYPO
+    assert concepts["compat"].variants == ("compact",)
+    assert index.search("tsdb compation failing", top_k=1).hits[0].chunk.source == "tsdb.md"
+
+
+def test_the_tie_of_a_typo_reading_comes_before_frequency() -> None:
+    neighbours = Neighbours(["completion", "compactions"], [9, 1])
+    assert neighbours.nearest("compation") == "completion"  # the more frequent
+    nearer = {"completion": 2, "compactions": 1}
+    assert neighbours.nearest("compation", nearer.__getitem__) == "compactions"
+
+
 @pytest.mark.parametrize(
     ("word", "count"),
     [

@@ -11,7 +11,7 @@ neighbours). The bigram table holds each vocabulary word once: a few bytes per w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -44,8 +44,9 @@ class Neighbours:
                 grams.setdefault(gram, []).append(position)
         self._grams = {g: np.array(ids, dtype=np.int32) for g, ids in grams.items()}
 
-    def nearest(self, word: str) -> str | None:
-        """The corpus word `word` is most likely a misspelling of, or None."""
+    def nearest(self, word: str, tie: Callable[[str], int] | None = None) -> str | None:
+        """The corpus word `word` is most likely a misspelling of, or None: the fewest edits,
+        then the lowest `tie(candidate)` when given, then the most chunks."""
         if not correctable(word) or not self._words:
             return None
         lists = [self._grams[g] for g in set(bigrams(word)) if g in self._grams]
@@ -57,7 +58,7 @@ class Neighbours:
             return None
         top = np.argpartition(-overlap, count - 1)[:count]
         limit = max_distance(word)
-        best: tuple[int, int, str] | None = None
+        best: tuple[int, int, int, str] | None = None
         for position in top.tolist():
             candidate = self._words[position]
             if abs(len(candidate) - len(word)) > limit or candidate == word:
@@ -65,10 +66,15 @@ class Neighbours:
             distance = damerau_levenshtein(word, candidate, limit)
             if distance > limit:
                 continue
-            key = (distance, -int(self._frequency[position]), candidate)
+            key = (
+                distance,
+                0 if tie is None else tie(candidate),
+                -int(self._frequency[position]),
+                candidate,
+            )
             if best is None or key < best:
                 best = key
-        return best[2] if best is not None else None
+        return best[-1] if best is not None else None
 
     @property
     def nbytes(self) -> int:

@@ -608,10 +608,15 @@ class KnowledgeIndex:
         left alone is compared as a term first (a term the corpus also writes near it:
         `_edits_as_typed`), then as written (`terminatng` is far from the term `termin`, one
         edit from `terminating`), and the written word wins when it is the nearer."""
-        written = self._surface_neighbours.nearest(typed)
+        # Words as written equally far from what was typed: the one whose term is nearest
+        # the typo's stem (`compation`, stem `compat`: `compactions` before `completion`).
+        limit = fuzzy.max_distance(typed)
+        written = self._surface_neighbours.nearest(
+            typed,
+            lambda w: fuzzy.damerau_levenshtein(word, self._surfaces[w], limit),
+        )
         if typed == word:
             found = self._neighbours.nearest(word)
-            limit = fuzzy.max_distance(typed)
             edits = self._edits_as_typed(typed, found) if found is not None else limit + 1
             # The term, unless a word the corpus writes is nearer what was typed: `revison`
             # is two edits from the term `reason`, one from the word `revision`.
