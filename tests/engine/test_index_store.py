@@ -287,6 +287,8 @@ def test_pyrag_index_stores_the_index_for_the_next_start(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("PYRAG_BASE_URL", raising=False)
+    # `--docs` becomes PYRAG_DOCS_DIR, as in `pyrag serve`: set here so that it is undone.
+    monkeypatch.setenv("PYRAG_DOCS_DIR", str(small_kb))
     assert cli_main(["pyrag", "index", "--docs", str(small_kb)]) == 0
     assert index_store.is_current(small_kb, tmp_path / "state" / "engine-index")
     monkeypatch.setenv("PYRAG_INDEX_CACHE", "false")
