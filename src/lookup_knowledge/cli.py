@@ -237,6 +237,16 @@ def _index_store_or_none() -> Path | None:
         return None
 
 
+def _docs_argument(parser: argparse.ArgumentParser) -> None:
+    """`--docs DIR` of the `pyrag` commands."""
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
+    )
+
+
 def _filter(text: str) -> str:
     if "=" not in text or not text.split("=", 1)[0].strip():
         raise argparse.ArgumentTypeError(f"a filter is key=value, not {text!r}")
@@ -264,12 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     pyrag = commands.add_parser("pyrag", help="the embedded py-rag compatible engine")
     pyrag_commands = pyrag.add_subparsers(dest="pyrag_command", required=True)
     pyrag_serve_cmd = pyrag_commands.add_parser("serve", help="serve the engine over HTTP")
-    pyrag_serve_cmd.add_argument(
-        "--docs",
-        type=Path,
-        default=None,
-        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
-    )
+    _docs_argument(pyrag_serve_cmd)
     pyrag_serve_cmd.add_argument("--host", help="listen address (HOST, default 127.0.0.1)")
     pyrag_serve_cmd.add_argument(
         "--port", type=int, help=f"listen port (PORT, default {PYRAG_DEFAULT_PORT})"
@@ -278,23 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     pyrag_index_cmd = pyrag_commands.add_parser(
         "index", help="build the engine's index and store it under DATA_DIR for the next start"
     )
-    pyrag_index_cmd.add_argument(
-        "--docs",
-        type=Path,
-        default=None,
-        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
-    )
+    _docs_argument(pyrag_index_cmd)
     pyrag_index_cmd.set_defaults(handler=pyrag_index)
     pyrag_explain_cmd = pyrag_commands.add_parser(
         "explain", help="why the engine answers a query as it does: its reading, its documents"
     )
     pyrag_explain_cmd.add_argument("query", nargs="+", help="one or more queries")
-    pyrag_explain_cmd.add_argument(
-        "--docs",
-        type=Path,
-        default=None,
-        help="folder of Markdown files (PYRAG_DOCS_DIR, default: the bundled KB)",
-    )
+    _docs_argument(pyrag_explain_cmd)
     pyrag_explain_cmd.add_argument("--top", type=int, default=5, help="documents shown per query")
     pyrag_explain_cmd.add_argument(
         "--filter", action="append", type=_filter, help="key=value, as a search's filters"

